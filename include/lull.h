@@ -1,0 +1,198 @@
+/*
+ * lull — a concurrent, low-pause garbage collector for C.
+ *
+ * This header is the whole public API. Its contract (names, signatures,
+ * meanings) is fixed by API.md; see README.md for options and tuning.
+ *
+ *   #include <lull.h>     link with -llull   (pkg-config lull; CMake lull::lull)
+ *
+ * All sizes are bytes. Functions that can fail for reasons outside the
+ * caller's control return 0 or a negative errno value, or NULL with errno set.
+ * Misuse that would corrupt the heap is reported with one line on stderr
+ * naming the function, followed by abort().
+ */
+#ifndef LULL_H
+#define LULL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle and threads                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Start the collector. `params` is NULL, "" or a comma-separated list of
+ * key=value options (README.md lists them); LULL_GC_PARAMS from the
+ * environment is applied on top. Returns 0, -EINVAL for an unknown key or a
+ * bad value (one line on stderr names it; nothing is left initialised),
+ * -EBUSY if lull is already initialised, or -ENOMEM if the heap's address
+ * range cannot be reserved. The calling thread is attached.
+ */
+int  lull_init(const char *params);
+
+/* Stop the collector's threads and release the heap. Only the calling thread
+ * may still be attached; every object becomes invalid. lull_init may be
+ * called again afterwards. */
+void lull_shutdown(void);
+
+/* Register the calling thread with the collector: its stack and registers
+ * become roots. Returns 0 (also if already attached), -EPERM before
+ * lull_init, -ENOMEM. A thread that exits attached is detached for it. */
+int  lull_thread_attach(void);
+
+/* Unregister the calling thread. Its stack stops being a root. No-op for a
+ * thread that is not attached. */
+void lull_thread_detach(void);
+
+/* ------------------------------------------------------------------------ */
+/* Describing objects                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Word 0 of every object; owned by the collector. */
+typedef struct lull_header { uintptr_t word_; } lull_header;
+/* The first two words of every array object; `length` is set by the
+ * collector at allocation. */
+typedef struct lull_array_header { lull_header header; size_t length; } lull_array_header;
+
+/* Called by a type's trace function for every reference slot. */
+typedef void (*lull_visit_fn)(void **slot, void *ctx);
+
+typedef struct lull_type {
+    const char *name;        /* shown in statistics, heap-shots and trace probes */
+    size_t      size;        /* bytes of the fixed part, headers included */
+    uint64_t    refs;        /* bit i set: word i of the fixed part holds a reference */
+    size_t      elem_size;   /* 0: not an array; else bytes per element */
+    uint64_t    elem_refs;   /* bit i set: word i of every element holds a reference */
+    void (*trace)(void *obj, lull_visit_fn visit, void *ctx); /* optional; replaces refs/elem_refs */
+} lull_type;
+
+/* The `refs` bit of a reference field of struct T. */
+#define LULL_REF(T, field) ((uint64_t)1 << (offsetof(T, field) / sizeof(void *)))
+
+/* ------------------------------------------------------------------------ */
+/* Allocating                                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Allocate one object of `type` (zeroed, header filled in). Returns NULL with
+ * errno = ENOMEM when the heap cannot satisfy the request even after a full
+ * collection; the heap stays consistent and every live object intact.
+ * The calling thread must be attached.
+ */
+void  *lull_alloc(const lull_type *type);
+
+/* Allocate an array: type->size + length * type->elem_size bytes, `length`
+ * stored in the array header. An impossible size returns NULL, errno ENOMEM. */
+void  *lull_alloc_array(const lull_type *type, size_t length);
+
+/* Like lull_alloc, but the object never moves. */
+void  *lull_alloc_pinned(const lull_type *type);
+
+/* The length stored in an array object's header. */
+size_t lull_array_length(const void *array);
+
+/* The type an object was allocated with. */
+const lull_type *lull_type_of(const void *obj);
+
+/* ------------------------------------------------------------------------ */
+/* Storing references: the write barrier                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Internal: what the inline barrier needs. Not part of the API. */
+struct lull__barrier_state {
+    uintptr_t heap_start;   /* first address of the heap's range */
+    uintptr_t heap_size;    /* bytes in the range; 0 before lull_init */
+    uint8_t  *cards;        /* one byte per 512-byte card of the range */
+};
+extern struct lull__barrier_state lull__barrier;
+#define LULL__CARD_SHIFT 9
+void lull__store_outside_heap(void *obj, void *slot, void *value);
+
+/*
+ * Store `value` (a reference or NULL) into `slot`, which lies inside heap
+ * object `obj`, and record the store for the collector. Release ordering: a
+ * thread that loads the slot with acquire ordering sees the target's
+ * initialised contents.
+ *
+ * Order matters: the card is marked after the store, and `value` is kept in
+ * a register until the card is marked, so a thread stopped between the two
+ * instructions still holds `value` where the conservative scan sees it.
+ */
+static inline void lull_store(void *obj, void *slot, void *value)
+{
+    uintptr_t off = (uintptr_t)slot - lull__barrier.heap_start;
+    (void)obj;
+    if (__builtin_expect(off >= lull__barrier.heap_size, 0)) {
+        lull__store_outside_heap(obj, slot, value);
+        return;
+    }
+    __atomic_store_n((void **)slot, value, __ATOMIC_RELEASE);
+    __atomic_store_n(lull__barrier.cards + (off >> LULL__CARD_SHIFT), (uint8_t)1, __ATOMIC_RELAXED);
+    __asm__ __volatile__("" : : "r"(value));
+}
+
+#define LULL_SET(obj, field, value) lull_store((obj), (void *)&(obj)->field, (value))
+
+/* ------------------------------------------------------------------------ */
+/* Roots                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Register [start, start+size) as a conservative root range: every aligned
+ * word that points into an object (interior pointers included) keeps it
+ * alive and in place. Returns 0, -EINVAL (NULL start, zero size), -EEXIST
+ * (start already registered), -ENOMEM, -EPERM before lull_init. */
+int  lull_root_add(void *start, size_t size);
+
+/* Register `count` words at `refs` as precise roots: each is a reference or
+ * NULL. The collector may move their targets and update the words. */
+int  lull_root_add_refs(void **refs, size_t count);
+
+/* Unregister the root that starts at `start`. No-op if none does. */
+void lull_root_remove(void *start);
+
+/* ------------------------------------------------------------------------ */
+/* Collecting and latency                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum { LULL_GEN_NURSERY = 0, LULL_GEN_MAJOR = 1 };
+
+/* Collect `generation`: LULL_GEN_NURSERY runs a nursery collection,
+ * LULL_GEN_MAJOR returns after a complete major collection. */
+void lull_collect(int generation);
+
+/* Ask the collector not to run stop-the-world majors (true: allow them
+ * again). Returns true when the request is honoured (concurrent majors are
+ * available), false otherwise. */
+bool lull_set_allow_synchronous_major(bool allow);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lull_stats {
+    uint64_t collections_minor;
+    uint64_t collections_major;       /* all majors, concurrent and synchronous */
+    uint64_t collections_major_sync;  /* majors that marked with the world stopped */
+    uint64_t pauses;                  /* stop-the-world pauses of any kind */
+    uint64_t pause_total_ns;
+    uint64_t pause_max_ns;
+    uint64_t pause_p50_ns, pause_p95_ns, pause_p99_ns;
+    uint64_t bytes_allocated;         /* since lull_init */
+    uint64_t heap_bytes;              /* memory the heap holds now */
+    uint64_t live_bytes_after_major;  /* live bytes found by the last major */
+} lull_stats;
+
+/* Fill *stats. Before lull_init every field is 0. */
+void lull_get_stats(lull_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LULL_H */

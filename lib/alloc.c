@@ -1,0 +1,193 @@
+/* alloc.c — the allocation entry points.
+ *
+ * Fast path: pop a slot from the thread's free list for (pointer-free?,
+ * size class), zero it, write the header. It runs inside a critical region
+ * (threads.h) so the world is never stopped between taking the slot and
+ * writing the header. Slow path, with the gc lock: collect if the
+ * allowance is used up, refill the free list or allocate a large object,
+ * and on failure collect, release empty blocks and try once more. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "collect.h"
+#include "heap.h"
+#include "threads.h"
+#include "util.h"
+
+static atomic_ulong debug_alloc_count;
+
+static lull_thread *attached_self(const char *fn)
+{
+    lull_thread *t = lull_thread_self;
+    if (LULL_UNLIKELY(!t)) {
+        if (!lull_is_initialised())
+            lull_fatal(fn, "lull is not initialised (call lull_init first)");
+        lull_fatal(fn, "the calling thread is not attached (call lull_thread_attach first)");
+    }
+    return t;
+}
+
+/* Cheap checks that catch a malformed type before it corrupts the heap. */
+static void check_type(const char *fn, const lull_type *t, bool array)
+{
+    if (LULL_UNLIKELY(!t))
+        lull_fatal(fn, "type is NULL");
+    size_t words = t->size / sizeof(void *);
+    if (LULL_UNLIKELY(t->size < sizeof(lull_header) || (t->refs & 1) ||
+                      (words < 64 && (t->refs >> words) != 0)))
+        lull_fatal(fn, "type '%s' is malformed (size %zu, refs %#llx: word 0 is the header, "
+                   "reference bits must lie inside size)", t->name ? t->name : "?", t->size,
+                   (unsigned long long)t->refs);
+    if (t->elem_size || array) {
+        size_t ewords = t->elem_size / sizeof(void *);
+        if (LULL_UNLIKELY(!t->elem_size || t->size < sizeof(lull_array_header) ||
+                          (t->refs & 2) ||
+                          (t->elem_refs && (t->elem_size % sizeof(void *) || t->size % sizeof(void *))) ||
+                          (ewords < 64 && (t->elem_refs >> ewords) != 0)))
+            lull_fatal(fn, "type '%s' is not a valid array type (size %zu, elem_size %zu, "
+                       "elem_refs %#llx)", t->name ? t->name : "?", t->size, t->elem_size,
+                       (unsigned long long)t->elem_refs);
+    }
+}
+
+static inline bool type_has_refs(const lull_type *t)
+{
+    return t->trace || t->refs || (t->elem_size && t->elem_refs);
+}
+
+static void *fail_enomem(void)
+{
+    errno = ENOMEM;
+    return NULL;
+}
+
+static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, size_t length)
+{
+    bool has_refs = type_has_refs(type);
+    uintptr_t *p = NULL;
+    lull_gc_lock();
+    if (lull_collect_due())
+        lull_collect_locked(LULL_GEN_MAJOR, "allowance used up");
+    for (int attempt = 0; attempt < 2 && !p; attempt++) {
+        if (attempt) {
+            /* Out of memory: collect, give back empty blocks, retry once. */
+            lull_collect_locked(LULL_GEN_MAJOR, "allocation failed");
+            lull_major_release_empty(0);
+        }
+        if (bytes <= LULL_MAX_SMALL) {
+            unsigned cls = lull_size_class(bytes);
+            lull_alloc_cache *c = &t->caches.c[has_refs][cls];
+            if (c->head || lull_major_refill(c, has_refs, cls)) {
+                p = c->head;
+                c->head = (void *)p[1];
+                c->count--;
+                memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
+            }
+        } else {
+            p = lull_los_alloc(bytes);
+        }
+    }
+    if (p) {
+        /* Header last: the object exists for the collector from here on. */
+        if (length)
+            p[1] = length;
+        p[0] = (uintptr_t)type;
+    }
+    lull_gc_unlock();
+    return p ? (void *)p : fail_enomem();
+}
+
+static void debug_collect_every(void)
+{
+    unsigned long n = atomic_fetch_add_explicit(&debug_alloc_count, 1, memory_order_relaxed) + 1;
+    if (n % lull_cfg.collect_every == 0) {
+        lull_gc_lock();
+        lull_collect_locked(LULL_GEN_MAJOR, "collect-every");
+        lull_gc_unlock();
+    }
+}
+
+static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t bytes, size_t length)
+{
+    if (LULL_UNLIKELY(lull_cfg.collect_every))
+        debug_collect_every();
+    if (LULL_LIKELY(bytes <= LULL_MAX_SMALL)) {
+        lull_alloc_cache *c = &t->caches.c[type_has_refs(type)][lull_size_class(bytes)];
+        lull_enter_critical(t);
+        uintptr_t *p = c->head;
+        if (LULL_LIKELY(p)) {
+            c->head = (void *)p[1];
+            c->count--;
+            memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
+            if (length)
+            p[1] = length;
+            p[0] = (uintptr_t)type;
+        }
+        lull_exit_critical(t);
+        if (LULL_LIKELY(p))
+            return p;
+    }
+    return alloc_slow(t, type, bytes, length);
+}
+
+void *lull_alloc(const lull_type *type)
+{
+    lull_thread *t = attached_self("lull_alloc");
+    check_type("lull_alloc", type, false);
+    return alloc_common(t, type, type->size, 0);
+}
+
+void *lull_alloc_pinned(const lull_type *type)
+{
+    /* Nothing moves yet: every object is pinned. */
+    lull_thread *t = attached_self("lull_alloc_pinned");
+    check_type("lull_alloc_pinned", type, false);
+    return alloc_common(t, type, type->size, 0);
+}
+
+void *lull_alloc_array(const lull_type *type, size_t length)
+{
+    lull_thread *t = attached_self("lull_alloc_array");
+    check_type("lull_alloc_array", type, true);
+    if (length > (SIZE_MAX - type->size) / type->elem_size)
+        return fail_enomem();
+    size_t bytes = type->size + length * type->elem_size;
+    if (bytes > lull_heap_g.reserve || (lull_cfg.max_heap_size && bytes > lull_cfg.max_heap_size))
+        return fail_enomem();
+    return alloc_common(t, type, bytes, length);
+}
+
+static uintptr_t object_header(const char *fn, const void *obj)
+{
+    if (!lull_is_initialised())
+        lull_fatal(fn, "lull is not initialised (call lull_init first)");
+    uintptr_t a = (uintptr_t)obj;
+    if (!lull_in_committed(a) || a % sizeof(uintptr_t))
+        lull_fatal(fn, "%p is not a heap object", obj);
+    uintptr_t hdr = __atomic_load_n((const uintptr_t *)obj, __ATOMIC_RELAXED);
+    if (!hdr)
+        lull_fatal(fn, "%p is not an allocated heap object", obj);
+    return hdr;
+}
+
+const lull_type *lull_type_of(const void *obj)
+{
+    return lull_header_type(object_header("lull_type_of", obj));
+}
+
+size_t lull_array_length(const void *array)
+{
+    const lull_type *t = lull_header_type(object_header("lull_array_length", array));
+    if (!t->elem_size)
+        lull_fatal("lull_array_length", "%p is not an array (type '%s')", array, t->name ? t->name : "?");
+    return ((const size_t *)array)[1];
+}
+
+void lull__store_outside_heap(void *obj, void *slot, void *value)
+{
+    (void)value;
+    if (!lull_is_initialised())
+        lull_fatal("lull_store", "lull is not initialised (call lull_init first)");
+    lull_fatal("lull_store", "slot %p (object %p) is not inside the lull heap", slot, obj);
+}

@@ -1,0 +1,151 @@
+/* collect.c — when to collect, and what a collection does, in order.
+ *
+ * Until the nursery and concurrent marking arrive, every collection is a
+ * full stop-the-world mark-sweep of the major heap, run by the thread that
+ * asked for it (an allocation that used up the allowance, lull_collect, or
+ * the debug option collect-every).
+ *
+ * Policy: after each collection the allowance is the live heap it found
+ * (so the heap settles around twice its live size), at least 4 MiB. An
+ * allocation that finds the allowance used up collects first. An
+ * allocation that cannot get memory (max-heap-size, or the OS refusing)
+ * collects, returns empty blocks to the block space and tries once more
+ * before it reports ENOMEM. */
+#include "collect.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "heap.h"
+#include "mark.h"
+#include "roots.h"
+#include "stats.h"
+#include "stw.h"
+#include "threads.h"
+#include "util.h"
+#include "verify.h"
+
+#define MIN_ALLOWANCE ((uint64_t)4 << 20)
+#define EMPTY_BLOCK_MAX_AGE 2   /* collections an empty block is kept committed */
+
+static pthread_mutex_t gc_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t allocated_since;    /* bytes handed out since the last collection */
+static uint64_t allowance;
+static uint64_t ncollections;
+
+void lull_gc_lock(void)
+{
+#if LULL_TSAN
+    /* ThreadSanitizer delivers a signal to a thread blocked in
+     * pthread_mutex_lock only once the call returns, which would deadlock
+     * a stop-the-world that waits for the thread while holding this lock.
+     * nanosleep is a call it does deliver signals in. */
+    struct timespec ts = { 0, 20000 };
+    while (pthread_mutex_trylock(&gc_lock) != 0)
+        nanosleep(&ts, NULL);
+#else
+    pthread_mutex_lock(&gc_lock);
+#endif
+}
+
+void lull_gc_unlock(void)
+{
+    pthread_mutex_unlock(&gc_lock);
+}
+
+void lull_collect_init(void)
+{
+    allocated_since = 0;
+    allowance = MIN_ALLOWANCE;
+    ncollections = 0;
+}
+
+void lull_collect_note_allocated(uint64_t bytes)
+{
+    allocated_since += bytes;
+    lull_stats_add_allocated(bytes);
+}
+
+void lull_collect_note_unused(uint64_t bytes)
+{
+    allocated_since = bytes > allocated_since ? 0 : allocated_since - bytes;
+    lull_stats_add_allocated((uint64_t)0 - bytes);
+}
+
+bool lull_collect_due(void)
+{
+    return allocated_since >= allowance;
+}
+
+uint64_t lull_collect_count(void)
+{
+    return ncollections;
+}
+
+void lull_collect_locked(int generation, const char *reason)
+{
+    lull_thread *self = lull_thread_self;
+    uint64_t t0 = lull_now_ns();
+
+    /* Stop: afterwards every other attached thread sits in the suspend
+     * handler with its live stack range recorded, outside any critical
+     * region. */
+    lull_stw_stop(self);
+
+    /* Retire the allocation caches: the slots they still hold are free
+     * (word 0 is 0) and the sweep re-lists them. */
+    uint64_t unused = 0;
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        unused += lull_major_drop_caches(&t->caches);
+    lull_collect_note_unused(unused);
+
+    /* Mark: every mark bit is clear before; afterwards exactly the objects
+     * reachable from stacks, registers and registered roots are marked. */
+    lull_roots_mark_threads();
+    lull_roots_mark();
+    lull_mark_drain();
+    if (lull_cfg.verify)
+        lull_verify_marked();
+
+    /* Sweep: unmarked objects are freed, mark bits cleared again. Empty
+     * blocks kept long enough go back to the OS. */
+    uint64_t live = lull_major_sweep(lull_cfg.poison) + lull_los_sweep();
+    lull_major_release_empty(EMPTY_BLOCK_MAX_AGE);
+
+    allocated_since = 0;
+    allowance = live > MIN_ALLOWANCE ? live : MIN_ALLOWANCE;
+    ncollections++;
+
+    lull_stw_restart(self);
+    uint64_t pause = lull_now_ns() - t0;
+
+    lull_stats_record_pause(LULL_PAUSE_MAJOR, pause);
+    lull_stats_record_collection(LULL_PAUSE_MAJOR, 1, live);
+    if (lull_cfg.log)
+        fprintf(stderr, "lull: collection %llu (%s%s): pause %.3f ms, live %.1f MiB, heap %.1f MiB%s\n",
+                (unsigned long long)ncollections, reason,
+                generation == LULL_GEN_NURSERY ? ", nursery request" : "",
+                (double)pause / 1e6, (double)live / 1048576.0,
+                (double)lull_heap_bytes_held() / 1048576.0,
+                lull_mark_overflows() ? " (mark stack overflowed)" : "");
+}
+
+void lull_collect(int generation)
+{
+    if (!lull_is_initialised())
+        lull_fatal("lull_collect", "lull is not initialised (call lull_init first)");
+    if (generation != LULL_GEN_NURSERY && generation != LULL_GEN_MAJOR)
+        lull_fatal("lull_collect", "unknown generation %d (LULL_GEN_NURSERY or LULL_GEN_MAJOR)", generation);
+    lull_gc_lock();
+    lull_collect_locked(generation, "explicit");
+    lull_gc_unlock();
+}
+
+bool lull_set_allow_synchronous_major(bool allow)
+{
+    /* Every major is synchronous until concurrent marking exists: the
+     * request cannot be honoured. */
+    (void)allow;
+    return false;
+}

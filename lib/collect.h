@@ -1,0 +1,33 @@
+/* collect.h — the gc lock, the collection policy and the phases. */
+#ifndef LULL_COLLECT_H
+#define LULL_COLLECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+extern lull_config lull_cfg;
+
+bool lull_is_initialised(void);
+
+/* The gc lock protects the block space, the free-block lists, the thread
+ * and root registries and the collection itself. Whoever stops the world
+ * holds it for the whole pause, so no thread is ever stopped holding it. */
+void lull_gc_lock(void);
+void lull_gc_unlock(void);
+
+/* Allocation accounting (gc lock held). */
+void lull_collect_note_allocated(uint64_t bytes);
+void lull_collect_note_unused(uint64_t bytes);
+/* Has allocation since the last collection used up the allowance? */
+bool lull_collect_due(void);
+
+/* A full stop-the-world collection (gc lock held). */
+void lull_collect_locked(int generation, const char *reason);
+/* Collections completed since lull_init (gc lock held). */
+uint64_t lull_collect_count(void);
+
+void lull_collect_init(void);
+
+#endif

@@ -1,0 +1,225 @@
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int lull_config_parse_size(const char *s, size_t *out)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -EINVAL;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end)
+        return -EINVAL;
+    if (shift && v > (SIZE_MAX >> shift))
+        return -EINVAL;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || v > max)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+    if (!strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "1")) { *out = true; return 0; }
+    if (!strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "0")) { *out = false; return 0; }
+    return -EINVAL;
+}
+
+static int parse_signal(const char *s, int *out)
+{
+    unsigned long v;
+    if (parse_uint(s, (unsigned long)SIGRTMAX, &v) || v == 0)
+        return -EINVAL;
+    int sig = (int)v;
+    /* Signals that cannot be caught, or that report real faults, cannot
+     * carry the stop-the-world handshake. */
+    if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS ||
+        sig == SIGILL || sig == SIGFPE || sig == SIGABRT || sig == SIGTRAP)
+        return -EINVAL;
+    *out = sig;
+    return 0;
+}
+
+static unsigned default_workers(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    return n > 8 ? 8u : (unsigned)n;
+}
+
+static int bad(const char *source, const char *key, const char *value, const char *why)
+{
+    lull_warn("lull_init", "%s: bad value '%s' for '%s': %s", source, value, key, why);
+    return -EINVAL;
+}
+
+static int apply_param(lull_config *c, const char *source, const char *key, const char *val)
+{
+    unsigned long u;
+    size_t sz;
+    if (!strcmp(key, "nursery-size")) {
+        if (lull_config_parse_size(val, &sz))
+            return bad(source, key, val, "expected a size such as 4m");
+        if (sz < (64u << 10) || sz > (1ul << 30) || (sz & (sz - 1)))
+            return bad(source, key, val, "must be a power of two between 64k and 1g");
+        c->nursery_size = sz;
+    } else if (!strcmp(key, "max-heap-size")) {
+        if (lull_config_parse_size(val, &sz))
+            return bad(source, key, val, "expected a size such as 512m");
+        if (sz < (1u << 20))
+            return bad(source, key, val, "must be at least 1m");
+        if (sz > ((size_t)1 << 46))
+            return bad(source, key, val, "must be at most 64t");
+        c->max_heap_size = sz;
+    } else if (!strcmp(key, "major")) {
+        if (!strcmp(val, "concurrent")) c->major = LULL_MAJOR_CONCURRENT;
+        else if (!strcmp(val, "stw")) c->major = LULL_MAJOR_STW;
+        else return bad(source, key, val, "expected concurrent or stw");
+    } else if (!strcmp(key, "mark-workers")) {
+        if (parse_uint(val, 64, &u) || u == 0)
+            return bad(source, key, val, "expected a number from 1 to 64");
+        c->mark_workers = (unsigned)u;
+    } else if (!strcmp(key, "concurrent-sweep")) {
+        if (parse_bool(val, &c->concurrent_sweep))
+            return bad(source, key, val, "expected yes or no");
+    } else if (!strcmp(key, "allow-synchronous-major")) {
+        if (parse_bool(val, &c->allow_synchronous_major))
+            return bad(source, key, val, "expected yes or no");
+    } else if (!strcmp(key, "finalizers")) {
+        if (!strcmp(val, "auto")) c->finalizers = LULL_FINALIZERS_AUTO;
+        else if (!strcmp(val, "manual")) c->finalizers = LULL_FINALIZERS_MANUAL;
+        else return bad(source, key, val, "expected auto or manual");
+    } else if (!strcmp(key, "suspend-signal")) {
+        if (parse_signal(val, &c->suspend_signal))
+            return bad(source, key, val, "expected a catchable signal number");
+    } else if (!strcmp(key, "restart-signal")) {
+        if (parse_signal(val, &c->restart_signal))
+            return bad(source, key, val, "expected a catchable signal number");
+    } else {
+        lull_warn("lull_init", "%s: unknown option '%s'", source, key);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int apply_debug(lull_config *c, const char *source, const char *key, const char *val)
+{
+    unsigned long u;
+    if (!strcmp(key, "verify") && !val) c->verify = true;
+    else if (!strcmp(key, "poison") && !val) c->poison = true;
+    else if (!strcmp(key, "log") && !val) c->log = true;
+    else if (!strcmp(key, "collect-every")) {
+        if (!val || parse_uint(val, ULONG_MAX, &u) || u == 0)
+            return bad(source, key, val ? val : "", "expected a positive number");
+        c->collect_every = u;
+    } else if (!strcmp(key, "fail-mmap")) {
+        if (!val || parse_uint(val, UINT32_MAX, &u) || u == 0)
+            return bad(source, key, val ? val : "", "expected a positive number");
+        c->fail_mmap = (unsigned)u;
+    } else if (!strcmp(key, "mark-stack-limit")) {
+        if (!val || parse_uint(val, ULONG_MAX, &u) || u == 0)
+            return bad(source, key, val ? val : "", "expected a positive number");
+        c->mark_stack_limit = u;
+    } else {
+        lull_warn("lull_init", "%s: unknown debug option '%s%s%s'", source, key, val ? "=" : "", val ? val : "");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+typedef int (*apply_fn)(lull_config *, const char *, const char *, const char *);
+
+/* Walk "a=b,c,d=e": each item is handed to `apply`. In params every item
+ * needs a value; debug flags may stand alone. */
+static int parse_list(lull_config *c, const char *source, const char *text, apply_fn apply, bool need_value)
+{
+    if (!text || !*text)
+        return 0;
+    char buf[1024];
+    if (strlen(text) >= sizeof buf) {
+        lull_warn("lull_init", "%s: option string longer than %zu bytes", source, sizeof buf - 1);
+        return -EINVAL;
+    }
+    strcpy(buf, text);
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*item))
+            item++;
+        size_t n = strlen(item);
+        while (n && isspace((unsigned char)item[n - 1]))
+            item[--n] = 0;
+        if (!n)
+            continue;
+        char *eq = strchr(item, '=');
+        char *val = NULL;
+        if (eq) {
+            *eq = 0;
+            val = eq + 1;
+        }
+        if (need_value && !val) {
+            lull_warn("lull_init", "%s: option '%s' needs a value (key=value)", source, item);
+            return -EINVAL;
+        }
+        int r = apply(c, source, item, val);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+int lull_config_parse(lull_config *c, const char *params)
+{
+    *c = (lull_config){
+        .nursery_size = 4u << 20,
+        .max_heap_size = 0,
+        .major = LULL_MAJOR_CONCURRENT,
+        .mark_workers = default_workers(),
+        .concurrent_sweep = true,
+        .allow_synchronous_major = true,
+        .finalizers = LULL_FINALIZERS_AUTO,
+        .suspend_signal = SIGPWR,
+        .restart_signal = SIGXCPU,
+    };
+    int r = parse_list(c, "lull_init params", params, apply_param, true);
+    if (!r)
+        r = parse_list(c, "LULL_GC_PARAMS", getenv("LULL_GC_PARAMS"), apply_param, true);
+    if (!r)
+        r = parse_list(c, "LULL_GC_DEBUG", getenv("LULL_GC_DEBUG"), apply_debug, false);
+    if (!r && c->suspend_signal == c->restart_signal) {
+        lull_warn("lull_init", "suspend-signal and restart-signal must differ (both %d)", c->suspend_signal);
+        r = -EINVAL;
+    }
+    return r;
+}

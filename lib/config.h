@@ -1,0 +1,43 @@
+/* config.h — every tunable of the collector in one struct, parsed from the
+ * lull_init argument, LULL_GC_PARAMS and LULL_GC_DEBUG. Parsing has no side
+ * effect besides filling the struct, so a rejected configuration leaves the
+ * process as if lull_init had never been called. */
+#ifndef LULL_CONFIG_H
+#define LULL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum lull_major_mode { LULL_MAJOR_CONCURRENT, LULL_MAJOR_STW };
+enum lull_finalizer_mode { LULL_FINALIZERS_AUTO, LULL_FINALIZERS_MANUAL };
+
+typedef struct lull_config {
+    /* LULL_GC_PARAMS */
+    size_t nursery_size;          /* power of two */
+    size_t max_heap_size;         /* 0: no limit */
+    enum lull_major_mode major;
+    unsigned mark_workers;
+    bool concurrent_sweep;
+    bool allow_synchronous_major;
+    enum lull_finalizer_mode finalizers;
+    int suspend_signal;
+    int restart_signal;
+    /* LULL_GC_DEBUG */
+    bool verify;                  /* check the heap after every collection */
+    bool poison;                  /* fill freed memory with a pattern */
+    bool log;                     /* one line on stderr per collection */
+    unsigned long collect_every;  /* collect every N allocations; 0 = off */
+    unsigned fail_mmap;           /* every Nth page request fails; 0 = off */
+    unsigned long mark_stack_limit; /* grey-stack entries before overflow; 0 = no limit */
+} lull_config;
+
+/* Fill *cfg with defaults, then apply `params`, then LULL_GC_PARAMS, then
+ * LULL_GC_DEBUG. Returns 0 or -EINVAL after printing one line that names
+ * the offending key. */
+int lull_config_parse(lull_config *cfg, const char *params);
+
+/* Parse a size with an optional k/m/g suffix. 0 or -EINVAL. Exposed for the
+ * unit tests. */
+int lull_config_parse_size(const char *s, size_t *out);
+
+#endif

@@ -1,0 +1,227 @@
+/* heap.h — the heap's address range and what every block in it is.
+ *
+ * The whole heap lives in one reserved range [start, start + reserve):
+ * "is this word a heap pointer?" is a subtraction and a compare, a card
+ * index is (addr - start) >> 9, a block index (addr - start) >> 14.
+ * Blocks [0, frontier) have been committed; beyond is PROT_NONE.
+ *
+ * Every 16 KiB block has a descriptor in a side array (never inside the
+ * block, so object memory and metadata cannot clobber each other):
+ *
+ *   UNUSED      beyond the frontier, or never handed out
+ *   FREE        part of a free run in the block space (blocks.c);
+ *               its memory reads as zero
+ *   EMPTY       a small-object block with no live object, kept committed
+ *               for reuse by any size class (major.c)
+ *   SMALL       slots of one size class; a slot whose word 0 is 0 is free,
+ *               any other value is the header of an allocated object
+ *   LARGE_HEAD  first block of a large object (los.c)
+ *   LARGE_TAIL  another block of a large object; run_head finds the head
+ *
+ * Transitions happen with the gc lock held (collect.h), never elsewhere.
+ *
+ * Mark bits live in a side bitmap, one bit per 16-byte granule, so small
+ * and large objects are marked the same way and a block's bits are cleared
+ * with one memset. Outside a collection every mark bit is clear. */
+#ifndef LULL_HEAP_H
+#define LULL_HEAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lull.h"
+
+#define LULL_BLOCK_SHIFT   14
+#define LULL_BLOCK_SIZE    ((size_t)1 << LULL_BLOCK_SHIFT)
+#define LULL_GRANULE_SHIFT 4
+#define LULL_GRANULE       ((size_t)1 << LULL_GRANULE_SHIFT)
+#define LULL_CARD_SHIFT    LULL__CARD_SHIFT
+#define LULL_MAX_SMALL     8192u   /* largest size class; bigger objects are large */
+#define LULL_NO_BLOCK      UINT32_MAX
+
+/* Header word 0: the type pointer; low bits are reserved for the collector. */
+#define LULL_HDR_TAG_MASK  ((uintptr_t)7)
+
+enum lull_block_state {
+    LULL_BLOCK_UNUSED = 0,
+    LULL_BLOCK_FREE,
+    LULL_BLOCK_EMPTY,
+    LULL_BLOCK_SMALL,
+    LULL_BLOCK_LARGE_HEAD,
+    LULL_BLOCK_LARGE_TAIL,
+};
+
+typedef struct lull_block {
+    uint8_t  state;        /* enum lull_block_state */
+    uint8_t  size_class;   /* SMALL */
+    uint8_t  has_refs;     /* SMALL: objects may hold references */
+    uint8_t  pad_;
+    uint32_t run_len;      /* FREE head, LARGE_HEAD: blocks in the run */
+    uint32_t run_head;     /* FREE last block, LARGE_TAIL: index of the head */
+    uint32_t next, prev;   /* FREE head: free-run list; SMALL/EMPTY: block lists */
+    uint32_t nfree;        /* SMALL: slots on free_list */
+    uint32_t age;          /* EMPTY: collections spent empty */
+    void    *free_list;    /* SMALL: first free slot (word 1 links them) */
+    size_t   large_size;   /* LARGE_HEAD: object bytes */
+} lull_block;
+
+typedef struct lull_heap {
+    uintptr_t   start;
+    size_t      reserve;      /* bytes of address space */
+    uint32_t    nblocks;      /* reserve >> BLOCK_SHIFT */
+    uint32_t    frontier;     /* blocks [0, frontier) are committed */
+    lull_block *blocks;       /* nblocks descriptors */
+    uint64_t   *mark_bits;    /* one bit per granule */
+    uint8_t    *cards;        /* one byte per card */
+    size_t      mark_bytes, cards_bytes, blocks_bytes;
+} lull_heap;
+
+extern lull_heap lull_heap_g;
+
+/* ---- size classes (major.c) ---- */
+#define LULL_MAX_CLASSES 48
+extern unsigned lull_nclasses;
+extern uint32_t lull_class_size[LULL_MAX_CLASSES];
+extern uint32_t lull_class_slots[LULL_MAX_CLASSES];
+extern uint8_t  lull_class_of_granules[(LULL_MAX_SMALL >> LULL_GRANULE_SHIFT) + 1];
+
+static inline unsigned lull_size_class(size_t bytes)
+{
+    return lull_class_of_granules[(bytes + LULL_GRANULE - 1) >> LULL_GRANULE_SHIFT];
+}
+
+/* ---- addresses ---- */
+static inline bool lull_in_committed(uintptr_t a)
+{
+    return a - lull_heap_g.start < ((size_t)lull_heap_g.frontier << LULL_BLOCK_SHIFT);
+}
+static inline uint32_t lull_block_index(uintptr_t a)
+{
+    return (uint32_t)((a - lull_heap_g.start) >> LULL_BLOCK_SHIFT);
+}
+static inline uintptr_t lull_block_addr(uint32_t idx)
+{
+    return lull_heap_g.start + ((uintptr_t)idx << LULL_BLOCK_SHIFT);
+}
+static inline lull_block *lull_block_of(uintptr_t a)
+{
+    return &lull_heap_g.blocks[lull_block_index(a)];
+}
+
+/* ---- mark bits ---- */
+static inline size_t lull_granule_of(uintptr_t a)
+{
+    return (a - lull_heap_g.start) >> LULL_GRANULE_SHIFT;
+}
+static inline bool lull_is_marked(uintptr_t obj)
+{
+    size_t g = lull_granule_of(obj);
+    return (lull_heap_g.mark_bits[g >> 6] >> (g & 63)) & 1;
+}
+/* Set obj's mark bit; true if it was clear. Only the collecting thread marks
+ * (the world is stopped), so a plain read-modify-write is enough. */
+static inline bool lull_mark_set(uintptr_t obj)
+{
+    size_t g = lull_granule_of(obj);
+    uint64_t bit = (uint64_t)1 << (g & 63), *w = &lull_heap_g.mark_bits[g >> 6];
+    if (*w & bit)
+        return false;
+    *w |= bit;
+    return true;
+}
+/* Clear the mark bits of blocks [idx, idx + n). */
+void lull_mark_clear_blocks(uint32_t idx, uint32_t n);
+
+/* ---- objects ---- */
+static inline const lull_type *lull_header_type(uintptr_t hdr)
+{
+    return (const lull_type *)(hdr & ~LULL_HDR_TAG_MASK);
+}
+
+/* The object containing address `a` (any interior address when `interior`,
+ * else only its first byte), or 0 when `a` is not inside an allocated
+ * object. Callers hold the gc lock or have stopped the world. */
+static inline uintptr_t lull_find_object(uintptr_t a, bool interior)
+{
+    if (!lull_in_committed(a))
+        return 0;
+    uint32_t idx = lull_block_index(a);
+    lull_block *b = &lull_heap_g.blocks[idx];
+    uintptr_t base = lull_block_addr(idx), obj;
+    switch (b->state) {
+    case LULL_BLOCK_SMALL: {
+        uint32_t sz = lull_class_size[b->size_class];
+        uintptr_t slot = (a - base) / sz;
+        if (slot >= lull_class_slots[b->size_class])
+            return 0;
+        obj = base + slot * sz;
+        if (!interior && obj != a)
+            return 0;
+        return *(const uintptr_t *)obj != 0 ? obj : 0;
+    }
+    case LULL_BLOCK_LARGE_TAIL:
+        if (!interior)
+            return 0;
+        base = lull_block_addr(b->run_head);
+        b = &lull_heap_g.blocks[b->run_head];
+        /* fall through */
+    case LULL_BLOCK_LARGE_HEAD:
+        if (!interior && a != base)
+            return 0;
+        return a - base < b->large_size ? base : 0;
+    default:
+        return 0;
+    }
+}
+
+/* Bytes the object occupies (its slot, or its large size). */
+size_t lull_object_footprint(uintptr_t obj);
+
+/* ---- the block space (blocks.c) ---- */
+int      lull_space_init(size_t reserve);
+void     lull_space_fini(void);
+/* A run of n blocks whose memory reads as zero, or LULL_NO_BLOCK when the
+ * max-heap-size limit or the OS refuses. */
+uint32_t lull_space_alloc(uint32_t n);
+/* Return a run; its memory is given back to the OS first. */
+void     lull_space_free(uint32_t idx, uint32_t n);
+size_t   lull_space_in_use_bytes(void);
+void     lull_space_set_limit(size_t bytes);
+
+/* ---- small objects (major.c) ---- */
+
+/* A thread's free list for one (pointer-free?, size class) pair. */
+typedef struct lull_alloc_cache {
+    void    *head;
+    uint32_t count;
+} lull_alloc_cache;
+
+typedef struct lull_alloc_caches {
+    lull_alloc_cache c[2][LULL_MAX_CLASSES];   /* [has_refs][class] */
+} lull_alloc_caches;
+
+void lull_major_init(void);
+void lull_major_fini(void);
+/* Fill `cache` with free slots of a block of that kind. false: no memory. */
+bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls);
+/* Drop a thread's caches: their slots are free (word 0 is 0) and the next
+ * sweep finds them. Returns the bytes handed out but never used. */
+uint64_t lull_major_drop_caches(lull_alloc_caches *caches);
+/* Sweep the small-object blocks: free unmarked objects, rebuild the partial
+ * lists, clear mark bits. Returns live bytes. */
+uint64_t lull_major_sweep(bool poison);
+/* Give EMPTY blocks that stayed unused for `min_age` collections back to the
+ * block space (and their memory to the OS). */
+void lull_major_release_empty(uint32_t min_age);
+size_t lull_major_empty_bytes(void);
+
+/* ---- large objects (los.c) ---- */
+/* A zeroed large object of `bytes`, or NULL when no run can be had. */
+void    *lull_los_alloc(size_t bytes);
+uint64_t lull_los_sweep(void);
+
+/* ---- the whole heap ---- */
+size_t lull_heap_bytes_held(void);
+
+#endif

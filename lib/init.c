@@ -1,0 +1,124 @@
+/* init.c — lull_init, lull_shutdown, attach and detach: the lifecycle.
+ *
+ * lull_init validates the whole configuration before touching anything,
+ * so a rejected option leaves the process as it was. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "collect.h"
+#include "heap.h"
+#include "mark.h"
+#include "os.h"
+#include "roots.h"
+#include "stats.h"
+#include "stw.h"
+#include "threads.h"
+#include "util.h"
+
+#define DEFAULT_RESERVE ((size_t)64 << 30)
+
+struct lull__barrier_state lull__barrier;
+lull_config lull_cfg;
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool initialised;
+
+bool lull_is_initialised(void)
+{
+    return atomic_load_explicit(&initialised, memory_order_acquire);
+}
+
+int lull_init(const char *params)
+{
+    pthread_mutex_lock(&init_lock);
+    if (lull_is_initialised()) {
+        pthread_mutex_unlock(&init_lock);
+        lull_warn("lull_init", "lull is already initialised");
+        return -EBUSY;
+    }
+    lull_config cfg;
+    int r = lull_config_parse(&cfg, params);
+    if (r) {
+        pthread_mutex_unlock(&init_lock);
+        return r;
+    }
+    /* The range: max-heap-size caps what is in use, so a little more than
+     * it is reserved (large objects need contiguous runs). */
+    size_t reserve = DEFAULT_RESERVE;
+    if (cfg.max_heap_size) {
+        size_t want = lull_align_up(cfg.max_heap_size, LULL_BLOCK_SIZE) * 2;
+        if (want < ((size_t)256 << 20))
+            want = (size_t)256 << 20;
+        if (want < reserve)
+            reserve = want;
+    }
+    if (lull_space_init(reserve) != 0) {
+        pthread_mutex_unlock(&init_lock);
+        lull_warn("lull_init", "cannot reserve %zu MiB of address space", reserve >> 20);
+        return -ENOMEM;
+    }
+    r = lull_stw_install(cfg.suspend_signal, cfg.restart_signal);
+    if (r) {
+        lull_space_fini();
+        pthread_mutex_unlock(&init_lock);
+        lull_warn("lull_init", "cannot install the stop-the-world signal handlers: %s", strerror(-r));
+        return r;
+    }
+    lull_cfg = cfg;
+    lull_space_set_limit(cfg.max_heap_size);
+    lull_os_set_fail_every(cfg.fail_mmap);
+    lull_major_init();
+    lull_mark_init(cfg.mark_stack_limit);
+    lull_stats_reset();
+    lull_collect_init();
+    lull_threads_init();
+    lull__barrier.cards = lull_heap_g.cards;
+    lull__barrier.heap_start = lull_heap_g.start;
+    __atomic_store_n(&lull__barrier.heap_size, lull_heap_g.reserve, __ATOMIC_RELEASE);
+    atomic_store_explicit(&initialised, true, memory_order_release);
+    r = lull_threads_attach();
+    pthread_mutex_unlock(&init_lock);
+    if (r) {
+        lull_shutdown();
+        return r;
+    }
+    return 0;
+}
+
+void lull_shutdown(void)
+{
+    pthread_mutex_lock(&init_lock);
+    if (!lull_is_initialised()) {
+        pthread_mutex_unlock(&init_lock);
+        return;
+    }
+    lull_gc_lock();
+    unsigned others = lull_threads_count() - (lull_thread_self ? 1u : 0u);
+    lull_gc_unlock();
+    if (others)
+        lull_fatal("lull_shutdown", "%u other thread(s) are still attached; detach them first", others);
+    lull_threads_detach();
+    atomic_store_explicit(&initialised, false, memory_order_release);
+    __atomic_store_n(&lull__barrier.heap_size, 0, __ATOMIC_RELEASE);
+    lull_stw_uninstall();
+    lull_roots_reset();
+    lull_mark_fini();
+    lull_major_fini();
+    lull_space_fini();
+    lull_os_set_fail_every(0);
+    pthread_mutex_unlock(&init_lock);
+}
+
+int lull_thread_attach(void)
+{
+    if (!lull_is_initialised())
+        return -EPERM;
+    return lull_threads_attach();
+}
+
+void lull_thread_detach(void)
+{
+    lull_threads_detach();
+}

@@ -1,0 +1,80 @@
+#include "os.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static atomic_uint fail_every;
+static atomic_uint request_count;
+
+void lull_os_set_fail_every(unsigned n)
+{
+    atomic_store(&fail_every, n);
+    atomic_store(&request_count, 0);
+}
+
+static bool injected_failure(void)
+{
+    unsigned n = atomic_load_explicit(&fail_every, memory_order_relaxed);
+    if (n == 0)
+        return false;
+    return (atomic_fetch_add(&request_count, 1) + 1) % n == 0;
+}
+
+void *lull_os_reserve(size_t size, size_t align)
+{
+    size_t total = size + align;
+    char *p = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+    size_t head = start - (uintptr_t)p;
+    if (head)
+        munmap(p, head);
+    size_t tail = total - head - size;
+    if (tail)
+        munmap((char *)start + size, tail);
+    return (void *)start;
+}
+
+void *lull_os_reserve_rw(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void lull_os_unreserve(void *p, size_t size)
+{
+    if (p)
+        munmap(p, size);
+}
+
+bool lull_os_commit(void *p, size_t size)
+{
+    if (injected_failure())
+        return false;
+    return mprotect(p, size, PROT_READ | PROT_WRITE) == 0;
+}
+
+void lull_os_release(void *p, size_t size)
+{
+    /* MADV_DONTNEED on private anonymous memory drops the pages at once and
+     * makes them read as zero afterwards: RSS falls, the range stays mapped. */
+    if (madvise(p, size, MADV_DONTNEED) != 0)
+        memset(p, 0, size);
+}
+
+void *lull_os_alloc(size_t size)
+{
+    if (injected_failure())
+        return NULL;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void lull_os_free(void *p, size_t size)
+{
+    if (p)
+        munmap(p, size);
+}

@@ -1,0 +1,121 @@
+#include "roots.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <ucontext.h>
+
+#include "collect.h"
+#include "mark.h"
+#include "threads.h"
+#include "util.h"
+
+typedef struct root {
+    void  *start;
+    size_t size;      /* bytes */
+    bool   precise;   /* every word a reference or NULL */
+} root;
+
+static root  *roots;
+static size_t nroots, cap;
+
+void lull_roots_reset(void)
+{
+    free(roots);
+    roots = NULL;
+    nroots = cap = 0;
+}
+
+static int add(void *start, size_t size, bool precise, const char *fn)
+{
+    if (!lull_is_initialised())
+        return -EPERM;
+    if (!start || !size)
+        return -EINVAL;
+    if ((uintptr_t)start + size < (uintptr_t)start)
+        return -EINVAL;
+    (void)fn;
+    lull_gc_lock();
+    for (size_t i = 0; i < nroots; i++)
+        if (roots[i].start == start) {
+            lull_gc_unlock();
+            return -EEXIST;
+        }
+    if (nroots == cap) {
+        size_t ncap = cap ? cap * 2 : 16;
+        root *n = realloc(roots, ncap * sizeof *n);
+        if (!n) {
+            lull_gc_unlock();
+            return -ENOMEM;
+        }
+        roots = n;
+        cap = ncap;
+    }
+    roots[nroots++] = (root){ start, size, precise };
+    lull_gc_unlock();
+    return 0;
+}
+
+int lull_root_add(void *start, size_t size)
+{
+    return add(start, size, false, "lull_root_add");
+}
+
+int lull_root_add_refs(void **refs, size_t count)
+{
+    if (count > SIZE_MAX / sizeof(void *))
+        return -EINVAL;
+    if ((uintptr_t)refs % sizeof(void *))
+        return -EINVAL;
+    return add(refs, count * sizeof(void *), true, "lull_root_add_refs");
+}
+
+void lull_root_remove(void *start)
+{
+    if (!lull_is_initialised())
+        return;
+    lull_gc_lock();
+    for (size_t i = 0; i < nroots; i++)
+        if (roots[i].start == start) {
+            roots[i] = roots[--nroots];
+            break;
+        }
+    lull_gc_unlock();
+}
+
+void lull_roots_mark(void)
+{
+    for (size_t i = 0; i < nroots; i++) {
+        uintptr_t lo = (uintptr_t)roots[i].start, hi = lo + roots[i].size;
+        if (roots[i].precise) {
+            for (void **slot = (void **)lo; (uintptr_t)slot < hi; slot++)
+                lull_mark_precise_slot(slot);
+        } else {
+            lull_mark_conservative(lo, hi);
+        }
+    }
+}
+
+/* The calling thread's own stack: its registers are spilled into `uc` on
+ * this frame, which lies inside the range scanned. */
+__attribute__((noinline)) static void mark_own_stack(lull_thread *self)
+{
+    ucontext_t uc;
+    getcontext(&uc);
+    __asm__ __volatile__("" : : "r"(&uc) : "memory");
+    lull_mark_conservative((uintptr_t)__builtin_frame_address(0), self->stack_hi);
+}
+
+void lull_roots_mark_threads(void)
+{
+    lull_thread *self = lull_thread_self;
+    for (lull_thread *t = lull_threads_first(); t; t = t->next) {
+        if (t == self) {
+            mark_own_stack(t);
+            continue;
+        }
+        lull_mark_conservative(t->stop_sp, t->stack_hi);
+        if (t->alt_hi)
+            lull_mark_conservative(t->alt_lo, t->alt_hi);
+    }
+}

@@ -1,0 +1,120 @@
+#include "stats.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "heap.h"
+
+unsigned lull_hist_bucket_of(uint64_t v)
+{
+    const unsigned sub = 1u << LULL_HIST_SUB_BITS;
+    if (v < sub)
+        return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v);       /* >= SUB_BITS */
+    unsigned s = (unsigned)(v >> (e - LULL_HIST_SUB_BITS)) & (sub - 1);
+    return (e - LULL_HIST_SUB_BITS + 1) * sub + s;
+}
+
+/* The largest value that falls into bucket b. */
+static uint64_t bucket_upper(unsigned b)
+{
+    const unsigned sub = 1u << LULL_HIST_SUB_BITS;
+    if (b < sub)
+        return b;
+    unsigned e = b / sub + LULL_HIST_SUB_BITS - 1;
+    uint64_t s = b % sub;
+    uint64_t lo = ((uint64_t)1 << e) | (s << (e - LULL_HIST_SUB_BITS));
+    return lo + (((uint64_t)1 << (e - LULL_HIST_SUB_BITS)) - 1);
+}
+
+void lull_hist_add(lull_histogram *h, uint64_t v)
+{
+    h->bucket[lull_hist_bucket_of(v)]++;
+    h->count++;
+    h->total += v;
+    if (v > h->max)
+        h->max = v;
+}
+
+uint64_t lull_hist_quantile(const lull_histogram *h, double q)
+{
+    if (!h->count)
+        return 0;
+    uint64_t rank = (uint64_t)(q * (double)h->count + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > h->count)
+        rank = h->count;
+    uint64_t seen = 0;
+    for (unsigned b = 0; b < LULL_HIST_BUCKETS; b++) {
+        seen += h->bucket[b];
+        if (seen >= rank) {
+            uint64_t up = bucket_upper(b);
+            return up < h->max ? up : h->max;
+        }
+    }
+    return h->max;
+}
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static lull_histogram pauses;
+static uint64_t collections_minor, collections_major, collections_major_sync;
+static uint64_t live_after_major;
+static atomic_uint_fast64_t bytes_allocated;
+
+void lull_stats_reset(void)
+{
+    pthread_mutex_lock(&stats_lock);
+    memset(&pauses, 0, sizeof pauses);
+    collections_minor = collections_major = collections_major_sync = 0;
+    live_after_major = 0;
+    atomic_store(&bytes_allocated, 0);
+    pthread_mutex_unlock(&stats_lock);
+}
+
+void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
+{
+    (void)kind;
+    pthread_mutex_lock(&stats_lock);
+    lull_hist_add(&pauses, ns);
+    pthread_mutex_unlock(&stats_lock);
+}
+
+void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes)
+{
+    pthread_mutex_lock(&stats_lock);
+    if (kind == LULL_PAUSE_MINOR) {
+        collections_minor++;
+    } else {
+        collections_major++;
+        if (synchronous)
+            collections_major_sync++;
+        live_after_major = live_bytes;
+    }
+    pthread_mutex_unlock(&stats_lock);
+}
+
+void lull_stats_add_allocated(uint64_t bytes)
+{
+    atomic_fetch_add_explicit(&bytes_allocated, bytes, memory_order_relaxed);
+}
+
+void lull_get_stats(lull_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_lock(&stats_lock);
+    s->collections_minor = collections_minor;
+    s->collections_major = collections_major;
+    s->collections_major_sync = collections_major_sync;
+    s->pauses = pauses.count;
+    s->pause_total_ns = pauses.total;
+    s->pause_max_ns = pauses.max;
+    s->pause_p50_ns = lull_hist_quantile(&pauses, 0.50);
+    s->pause_p95_ns = lull_hist_quantile(&pauses, 0.95);
+    s->pause_p99_ns = lull_hist_quantile(&pauses, 0.99);
+    s->live_bytes_after_major = live_after_major;
+    pthread_mutex_unlock(&stats_lock);
+    s->bytes_allocated = atomic_load_explicit(&bytes_allocated, memory_order_relaxed);
+    s->heap_bytes = lull_heap_bytes_held();
+}

@@ -1,0 +1,38 @@
+/* stats.h — counters and the pause histogram behind lull_get_stats.
+ *
+ * Pauses go into a log-linear histogram (16 linear sub-buckets per power of
+ * two: <= 6.25% relative error) so percentiles cost constant memory however
+ * many pauses a long-running program takes. The collector updates the
+ * counters under stats_lock after the world has restarted (never while it is
+ * stopped: a stopped thread might be inside lull_get_stats holding it). */
+#ifndef LULL_STATS_H
+#define LULL_STATS_H
+
+#include <stdint.h>
+
+#include "lull.h"
+
+#define LULL_HIST_SUB_BITS 4
+#define LULL_HIST_BUCKETS ((64 - LULL_HIST_SUB_BITS + 1) << LULL_HIST_SUB_BITS)
+
+typedef struct lull_histogram {
+    uint64_t count;
+    uint64_t max;
+    uint64_t total;
+    uint64_t bucket[LULL_HIST_BUCKETS];
+} lull_histogram;
+
+void     lull_hist_add(lull_histogram *h, uint64_t v);
+/* The value below which a fraction `q` (0..1) of the samples lie: the upper
+ * bound of the bucket holding that sample, clamped to the maximum seen. */
+uint64_t lull_hist_quantile(const lull_histogram *h, double q);
+unsigned lull_hist_bucket_of(uint64_t v);
+
+enum lull_pause_kind { LULL_PAUSE_MINOR, LULL_PAUSE_MAJOR };
+
+void lull_stats_reset(void);
+void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns);
+void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes);
+void lull_stats_add_allocated(uint64_t bytes);
+
+#endif

@@ -1,0 +1,29 @@
+/* stw.h — stopping and restarting the world with signals.
+ *
+ * Handshake (never trust a single signal):
+ *   stop:    world_epoch becomes odd; every other attached thread gets the
+ *            suspend signal. Its handler records where its live stack
+ *            begins, publishes suspended_epoch = world_epoch, posts the ack
+ *            semaphore and waits in sigsuspend until world_epoch changes.
+ *            The stopper counts acks; a thread that has not answered after
+ *            a while is signalled again (duplicate signals are harmless:
+ *            a handler that finds its epoch already acknowledged, or the
+ *            world running, returns at once).
+ *   restart: world_epoch becomes even; every thread gets the restart
+ *            signal, which only wakes sigsuspend; the loop re-checks the
+ *            epoch, so a restart signal that arrives early is not lost
+ *            (it is blocked in the handler until sigsuspend).
+ * The caller holds the gc lock for the whole pause. Collector threads are
+ * not attached, so they are never signalled. */
+#ifndef LULL_STW_H
+#define LULL_STW_H
+
+#include "threads.h"
+
+int  lull_stw_install(int suspend_signal, int restart_signal);
+void lull_stw_uninstall(void);
+/* Stop every attached thread but `self` (which may be NULL). */
+void lull_stw_stop(lull_thread *self);
+void lull_stw_restart(lull_thread *self);
+
+#endif

@@ -1,0 +1,98 @@
+/* threads.c — attach, detach, and the registry of attached threads. */
+#include "threads.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect.h"
+#include "util.h"
+
+__thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
+
+static lull_thread *registry;
+static unsigned registry_count;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+lull_thread *lull_threads_first(void) { return registry; }
+unsigned lull_threads_count(void) { return registry_count; }
+
+/* A thread that exits attached is detached here, by its key's destructor,
+ * before the thread is gone: the collector never signals a dead thread. */
+static void thread_exit_destructor(void *p)
+{
+    if (p && lull_thread_self == p)
+        lull_threads_detach();
+}
+
+static void make_exit_key(void)
+{
+    if (pthread_key_create(&exit_key, thread_exit_destructor) != 0)
+        lull_fatal("lull_init", "pthread_key_create failed");
+}
+
+void lull_threads_init(void)
+{
+    pthread_once(&exit_key_once, make_exit_key);
+    registry = NULL;
+    registry_count = 0;
+}
+
+static int stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return -1;
+    int r = pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+    if (r != 0)
+        return -1;
+    *lo = (uintptr_t)addr;
+    *hi = (uintptr_t)addr + size;
+    return 0;
+}
+
+int lull_threads_attach(void)
+{
+    if (lull_thread_self)
+        return 0;
+    lull_thread *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    if (stack_bounds(&t->stack_lo, &t->stack_hi) != 0) {
+        free(t);
+        lull_warn("lull_thread_attach", "cannot find the thread's stack bounds");
+        return -ENOMEM;
+    }
+    t->pthread = pthread_self();
+    lull_gc_lock();
+    t->next = registry;
+    if (registry)
+        registry->prev = t;
+    registry = t;
+    registry_count++;
+    lull_thread_self = t;
+    lull_gc_unlock();
+    pthread_setspecific(exit_key, t);
+    return 0;
+}
+
+void lull_threads_detach(void)
+{
+    lull_thread *t = lull_thread_self;
+    if (!t)
+        return;
+    lull_gc_lock();
+    lull_collect_note_unused(lull_major_drop_caches(&t->caches));
+    if (t->prev) t->prev->next = t->next;
+    else registry = t->next;
+    if (t->next) t->next->prev = t->prev;
+    registry_count--;
+    lull_thread_self = NULL;
+    lull_gc_unlock();
+    pthread_setspecific(exit_key, NULL);
+    free(t);
+}

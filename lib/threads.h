@@ -1,0 +1,64 @@
+/* threads.h — the thread registry and per-thread state.
+ *
+ * The registry is a list protected by the gc lock (collect.h): attach and
+ * detach take it, and the collector holds it for a whole stop-the-world,
+ * so a thread attaching during a pause waits until the world restarts.
+ *
+ * Critical regions: a thread that is between taking a slot from its free
+ * list and writing the object's header must not be stopped there (the slot
+ * would look free to the sweep). It sets in_critical; the suspend handler,
+ * finding it set, only notes pending_suspend and returns, and the thread
+ * suspends itself when it leaves the region. Both fields are touched only
+ * by the thread itself and its own signal handler. */
+#ifndef LULL_THREADS_H
+#define LULL_THREADS_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "heap.h"
+
+typedef struct lull_thread {
+    struct lull_thread *next, *prev;     /* registry, gc lock */
+    pthread_t pthread;
+    uintptr_t stack_lo, stack_hi;        /* the thread's stack */
+    /* stop-the-world (stw.c) */
+    atomic_ulong suspended_epoch;        /* last stop this thread acknowledged */
+    volatile sig_atomic_t in_critical;
+    volatile sig_atomic_t pending_suspend;
+    uintptr_t stop_sp;                   /* lowest live stack address when stopped */
+    uintptr_t alt_lo, alt_hi;            /* alternate signal stack, if stopped on one */
+    /* allocation */
+    lull_alloc_caches caches;
+} lull_thread;
+
+extern __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
+
+/* The registry, gc lock held. */
+lull_thread *lull_threads_first(void);
+unsigned     lull_threads_count(void);
+
+void lull_threads_init(void);   /* once per lull_init */
+int  lull_threads_attach(void); /* 0, -ENOMEM */
+void lull_threads_detach(void);
+
+void lull_stw_suspend_self(lull_thread *t);
+
+static inline void lull_enter_critical(lull_thread *t)
+{
+    t->in_critical = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void lull_exit_critical(lull_thread *t)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    t->in_critical = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(t->pending_suspend, 0))
+        lull_stw_suspend_self(t);
+}
+
+#endif

@@ -1,0 +1,46 @@
+/* util.h — small helpers shared by every module: diagnostics, time,
+ * sanitizer attributes. No collector state lives here. */
+#ifndef LULL_UTIL_H
+#define LULL_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LULL_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define LULL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_THREAD__) || __has_feature(thread_sanitizer)
+#define LULL_TSAN 1
+#else
+#define LULL_TSAN 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
+#define LULL_ASAN 1
+#else
+#define LULL_ASAN 0
+#endif
+
+/* Conservative scanning reads memory it does not own: other threads' stacks
+ * (with ASan redzones in them) and words that are not known to be pointers.
+ * Those reads are deliberate and happen while the owners are stopped (the
+ * stop-the-world handshake orders them), so they are not instrumented. */
+#define LULL_NO_SANITIZE_SCAN __attribute__((no_sanitize_address, no_sanitize_thread))
+
+/* One line "lull: <fn>: <message>" on stderr, then abort(): heap-corrupting
+ * misuse and broken invariants. */
+__attribute__((noreturn, format(printf, 2, 3)))
+void lull_fatal(const char *fn, const char *fmt, ...);
+
+/* One line "lull: <fn>: <message>" on stderr. */
+__attribute__((format(printf, 2, 3)))
+void lull_warn(const char *fn, const char *fmt, ...);
+
+uint64_t lull_now_ns(void);
+
+static inline size_t lull_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+#endif

@@ -1,0 +1,75 @@
+#include "verify.h"
+
+#include "heap.h"
+#include "util.h"
+
+static uintptr_t checking;   /* the object whose references are checked */
+
+static void check_ref(void **slot, void *ctx)
+{
+    (void)ctx;
+    uintptr_t v = (uintptr_t)*slot;
+    if (!v)
+        return;
+    const char *name = lull_header_type(*(uintptr_t *)checking)->name;
+    size_t off = (uintptr_t)slot - checking;
+    uintptr_t obj = lull_find_object(v, false);
+    if (!obj)
+        lull_fatal("verify", "object %p (type %s): reference at offset %zu holds %p, "
+                   "which is not the start of a heap object", (void *)checking,
+                   name ? name : "?", off, (void *)v);
+    if (!lull_is_marked(obj))
+        lull_fatal("verify", "object %p (type %s): reference at offset %zu points to %p, "
+                   "which is unmarked: a reachable object would be freed", (void *)checking,
+                   name ? name : "?", off, (void *)v);
+}
+
+static void verify_object(uintptr_t obj)
+{
+    uintptr_t hdr = *(uintptr_t *)obj;
+    const lull_type *t = lull_header_type(hdr);
+    size_t room = lull_object_footprint(obj);
+    if ((uintptr_t)t % sizeof(void *) || (hdr & LULL_HDR_TAG_MASK))
+        lull_fatal("verify", "object %p: corrupt header %p", (void *)obj, (void *)hdr);
+    if (t->size < sizeof(lull_header) || t->size > room)
+        lull_fatal("verify", "object %p: type %p claims size %zu in a %zu-byte slot",
+                   (void *)obj, (const void *)t, t->size, room);
+    if (t->elem_size) {
+        size_t n = ((const uintptr_t *)obj)[1];
+        if (n > (room - t->size) / t->elem_size)
+            lull_fatal("verify", "object %p (type %s): array length %zu does not fit its %zu bytes",
+                       (void *)obj, t->name ? t->name : "?", n, room);
+    }
+    checking = obj;
+    if (t->trace) {
+        t->trace((void *)obj, check_ref, NULL);
+        return;
+    }
+    uintptr_t *w = (uintptr_t *)obj;
+    for (uint64_t r = t->refs; r; r &= r - 1)
+        check_ref((void **)&w[__builtin_ctzll(r)], NULL);
+    if (t->elem_size && t->elem_refs) {
+        char *e = (char *)obj + t->size;
+        for (size_t k = 0; k < w[1]; k++, e += t->elem_size)
+            for (uint64_t r = t->elem_refs; r; r &= r - 1)
+                check_ref((void **)((uintptr_t *)e + __builtin_ctzll(r)), NULL);
+    }
+}
+
+void lull_verify_marked(void)
+{
+    for (uint32_t i = 0; i < lull_heap_g.frontier; i++) {
+        lull_block *b = &lull_heap_g.blocks[i];
+        uintptr_t base = lull_block_addr(i);
+        if (b->state == LULL_BLOCK_SMALL) {
+            uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
+            for (uint32_t s = 0; s < n; s++) {
+                uintptr_t obj = base + (uintptr_t)s * sz;
+                if (*(uintptr_t *)obj && lull_is_marked(obj))
+                    verify_object(obj);
+            }
+        } else if (b->state == LULL_BLOCK_LARGE_HEAD && lull_is_marked(base)) {
+            verify_object(base);
+        }
+    }
+}
