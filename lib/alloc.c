@@ -74,6 +74,7 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
             /* Out of memory: collect, give back empty blocks, retry once. */
             lull_collect_locked(LULL_GEN_MAJOR, "allocation failed");
             lull_major_release_empty(0);
+            lull_space_release_pending();
         }
         if (bytes <= LULL_MAX_SMALL) {
             unsigned cls = lull_size_class(bytes);
@@ -93,6 +94,7 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
         if (length)
             p[1] = length;
         p[0] = (uintptr_t)type;
+        lull_thread_count_alloc(t, bytes);
     }
     lull_gc_unlock();
     return p ? (void *)p : fail_enomem();
@@ -125,8 +127,10 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
             p[0] = (uintptr_t)type;
         }
         lull_exit_critical(t);
-        if (LULL_LIKELY(p))
+        if (LULL_LIKELY(p)) {
+            lull_thread_count_alloc(t, bytes);
             return p;
+        }
     }
     return alloc_slow(t, type, bytes, length);
 }

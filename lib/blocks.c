@@ -25,6 +25,7 @@ static uint32_t free_runs = LULL_NO_BLOCK;  /* list of FREE run heads */
 static _Atomic uint32_t in_use;   /* read by lull_get_stats without the lock */
 static uint32_t committed;                  /* blocks mprotect'ed RW */
 static size_t   limit_blocks;               /* 0: no limit */
+static uint32_t pending = LULL_NO_BLOCK;    /* RELEASING runs, newest first */
 
 void lull_space_set_limit(size_t bytes)
 {
@@ -59,6 +60,7 @@ int lull_space_init(size_t reserve)
         return -1;
     }
     free_runs = LULL_NO_BLOCK;
+    pending = LULL_NO_BLOCK;
     in_use = 0;
     committed = 0;
     return 0;
@@ -73,6 +75,7 @@ void lull_space_fini(void)
     lull_os_unreserve((void *)h->start, h->reserve);
     memset(h, 0, sizeof *h);
     free_runs = LULL_NO_BLOCK;
+    pending = LULL_NO_BLOCK;
     in_use = 0;
     committed = 0;
     limit_blocks = 0;
@@ -164,6 +167,30 @@ void lull_space_free(uint32_t idx, uint32_t n)
         n += len;
     }
     make_run(idx, n);
+}
+
+void lull_space_free_deferred(uint32_t idx, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        B(idx + k)->state = LULL_BLOCK_RELEASING;
+    /* Sweeps walk the heap in address order: a run often continues the one
+     * queued just before it, and one madvise then covers both. */
+    if (pending != LULL_NO_BLOCK && pending + B(pending)->run_len == idx) {
+        B(pending)->run_len += n;
+        return;
+    }
+    B(idx)->run_len = n;
+    B(idx)->next = pending;
+    pending = idx;
+}
+
+void lull_space_release_pending(void)
+{
+    while (pending != LULL_NO_BLOCK) {
+        uint32_t idx = pending, n = B(idx)->run_len;
+        pending = B(idx)->next;
+        lull_space_free(idx, n);
+    }
 }
 
 size_t lull_space_in_use_bytes(void)

@@ -64,13 +64,11 @@ void lull_collect_init(void)
 void lull_collect_note_allocated(uint64_t bytes)
 {
     allocated_since += bytes;
-    lull_stats_add_allocated(bytes);
 }
 
 void lull_collect_note_unused(uint64_t bytes)
 {
     allocated_since = bytes > allocated_since ? 0 : allocated_since - bytes;
-    lull_stats_add_allocated((uint64_t)0 - bytes);
 }
 
 bool lull_collect_due(void)
@@ -119,6 +117,11 @@ void lull_collect_locked(int generation, const char *reason)
 
     lull_stw_restart(self);
     uint64_t pause = lull_now_ns() - t0;
+
+    /* The world runs again; this thread still holds the gc lock, so the
+     * runs freed by the sweep can be given back to the OS before anyone
+     * can allocate from them. */
+    lull_space_release_pending();
 
     lull_stats_record_pause(LULL_PAUSE_MAJOR, pause);
     lull_stats_record_collection(LULL_PAUSE_MAJOR, 1, live);

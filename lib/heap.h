@@ -17,6 +17,8 @@
  *               any other value is the header of an allocated object
  *   LARGE_HEAD  first block of a large object (los.c)
  *   LARGE_TAIL  another block of a large object; run_head finds the head
+ *   RELEASING   freed during a pause, waiting to be given back to the OS
+ *               once the world runs again (blocks.c)
  *
  * Transitions happen with the gc lock held (collect.h), never elsewhere.
  *
@@ -50,6 +52,7 @@ enum lull_block_state {
     LULL_BLOCK_SMALL,
     LULL_BLOCK_LARGE_HEAD,
     LULL_BLOCK_LARGE_TAIL,
+    LULL_BLOCK_RELEASING,
 };
 
 typedef struct lull_block {
@@ -186,6 +189,12 @@ void     lull_space_fini(void);
 uint32_t lull_space_alloc(uint32_t n);
 /* Return a run; its memory is given back to the OS first. */
 void     lull_space_free(uint32_t idx, uint32_t n);
+/* Return a run later: it is queued (merged with a queued neighbour) and
+ * lull_space_release_pending gives it back. madvise shoots down TLBs on
+ * every CPU, far too slow for a pause; collections queue, then release
+ * after the world has restarted. */
+void     lull_space_free_deferred(uint32_t idx, uint32_t n);
+void     lull_space_release_pending(void);
 size_t   lull_space_in_use_bytes(void);
 void     lull_space_set_limit(size_t bytes);
 
@@ -211,8 +220,8 @@ uint64_t lull_major_drop_caches(lull_alloc_caches *caches);
 /* Sweep the small-object blocks: free unmarked objects, rebuild the partial
  * lists, clear mark bits. Returns live bytes. */
 uint64_t lull_major_sweep(bool poison);
-/* Give EMPTY blocks that stayed unused for `min_age` collections back to the
- * block space (and their memory to the OS). */
+/* Queue EMPTY blocks that stayed unused for `min_age` collections for
+ * release to the block space (lull_space_release_pending). */
 void lull_major_release_empty(uint32_t min_age);
 size_t lull_major_empty_bytes(void);
 

@@ -46,7 +46,7 @@ uint64_t lull_los_sweep(void)
             live += b->large_size;
             lull_mark_clear_blocks(i, 1);
         } else {
-            lull_space_free(i, n);
+            lull_space_free_deferred(i, n);
         }
         i += n;
     }

@@ -219,7 +219,7 @@ void lull_major_release_empty(uint32_t min_age)
         uint32_t next = B(i)->next;
         if (B(i)->age >= min_age) {
             empty_count--;
-            lull_space_free(i, 1);
+            lull_space_free_deferred(i, 1);
         } else {
             B(i)->next = keep;
             keep = i;

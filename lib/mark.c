@@ -25,12 +25,18 @@ static ck_stack_t pool __attribute__((aligned(16))) = CK_STACK_INITIALIZER;
 static section *cur;                 /* top section of the grey stack */
 static unsigned long sections_live;  /* sections allocated from the OS */
 static unsigned long sections_limit; /* 0: unlimited (LULL_GC_DEBUG mark-stack-limit) */
+static size_t section_cap = SECTION_CAP; /* entries used per section */
 static bool overflow;
 static unsigned long overflows;
 
 void lull_mark_init(unsigned long stack_limit_entries)
 {
-    sections_limit = stack_limit_entries ? (stack_limit_entries + SECTION_CAP - 1) / SECTION_CAP : 0;
+    /* A debug limit smaller than a section shrinks the section too, so the
+     * overflow path can be exercised with a handful of entries. */
+    section_cap = SECTION_CAP;
+    if (stack_limit_entries && stack_limit_entries < SECTION_CAP)
+        section_cap = stack_limit_entries;
+    sections_limit = stack_limit_entries ? (stack_limit_entries + section_cap - 1) / section_cap : 0;
     cur = NULL;
     overflow = false;
 }
@@ -68,7 +74,7 @@ static void section_put(section *s)
 
 static inline void push(uintptr_t obj)
 {
-    if (LULL_LIKELY(cur && cur->top < SECTION_CAP)) {
+    if (LULL_LIKELY(cur && cur->top < section_cap)) {
         cur->item[cur->top++] = obj;
         return;
     }

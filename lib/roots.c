@@ -96,14 +96,15 @@ void lull_roots_mark(void)
     }
 }
 
-/* The calling thread's own stack: its registers are spilled into `uc` on
- * this frame, which lies inside the range scanned. */
+/* The calling thread's own stack: its registers are spilled into `uc`,
+ * which lies inside the range scanned. */
 __attribute__((noinline)) static void mark_own_stack(lull_thread *self)
 {
     ucontext_t uc;
     getcontext(&uc);
     __asm__ __volatile__("" : : "r"(&uc) : "memory");
-    lull_mark_conservative((uintptr_t)__builtin_frame_address(0), self->stack_hi);
+    /* uc lies below this frame's frame address: scan from uc itself. */
+    lull_mark_conservative((uintptr_t)&uc, self->stack_hi);
 }
 
 void lull_roots_mark_threads(void)

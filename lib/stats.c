@@ -1,10 +1,11 @@
 #include "stats.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 
+#include "collect.h"
 #include "heap.h"
+#include "threads.h"
 
 unsigned lull_hist_bucket_of(uint64_t v)
 {
@@ -61,7 +62,6 @@ static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
 static lull_histogram pauses;
 static uint64_t collections_minor, collections_major, collections_major_sync;
 static uint64_t live_after_major;
-static atomic_uint_fast64_t bytes_allocated;
 
 void lull_stats_reset(void)
 {
@@ -69,7 +69,6 @@ void lull_stats_reset(void)
     memset(&pauses, 0, sizeof pauses);
     collections_minor = collections_major = collections_major_sync = 0;
     live_after_major = 0;
-    atomic_store(&bytes_allocated, 0);
     pthread_mutex_unlock(&stats_lock);
 }
 
@@ -95,11 +94,6 @@ void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, ui
     pthread_mutex_unlock(&stats_lock);
 }
 
-void lull_stats_add_allocated(uint64_t bytes)
-{
-    atomic_fetch_add_explicit(&bytes_allocated, bytes, memory_order_relaxed);
-}
-
 void lull_get_stats(lull_stats *s)
 {
     memset(s, 0, sizeof *s);
@@ -115,6 +109,7 @@ void lull_get_stats(lull_stats *s)
     s->pause_p99_ns = lull_hist_quantile(&pauses, 0.99);
     s->live_bytes_after_major = live_after_major;
     pthread_mutex_unlock(&stats_lock);
-    s->bytes_allocated = atomic_load_explicit(&bytes_allocated, memory_order_relaxed);
+    if (lull_is_initialised())
+        s->bytes_allocated = lull_threads_allocated_bytes();
     s->heap_bytes = lull_heap_bytes_held();
 }

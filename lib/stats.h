@@ -33,6 +33,5 @@ enum lull_pause_kind { LULL_PAUSE_MINOR, LULL_PAUSE_MAJOR };
 void lull_stats_reset(void);
 void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns);
 void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes);
-void lull_stats_add_allocated(uint64_t bytes);
 
 #endif

@@ -38,11 +38,22 @@ static void suspend_here(lull_thread *t, uintptr_t frame)
     }
     atomic_store_explicit(&t->suspended_epoch, e, memory_order_release);
     sem_post(&ack_sem);
+#if LULL_TSAN
+    /* ThreadSanitizer runs a deferred handler with every signal blocked and
+     * restores the thread's mask afterwards from one per-thread slot; a
+     * restart signal taken inside our sigsuspend is processed as a nested
+     * deferred signal that overwrites that slot, and the thread is left
+     * with the suspend signal blocked for good. So under TSan the restart
+     * comes through a semaphore and no signal is ever nested here. */
+    while (atomic_load_explicit(&world_epoch, memory_order_acquire) == e)
+        sem_wait(&t->resume_sem);
+#else
     sigset_t wait_mask;
     sigfillset(&wait_mask);
     sigdelset(&wait_mask, sig_restart);
     while (atomic_load_explicit(&world_epoch, memory_order_acquire) == e)
         sigsuspend(&wait_mask);
+#endif
 }
 
 static void suspend_handler(int sig, siginfo_t *si, void *uc)
@@ -66,13 +77,14 @@ static void restart_handler(int sig)
 
 __attribute__((noinline)) void lull_stw_suspend_self(lull_thread *t)
 {
-    /* Registers of this thread go into `uc`, on the stack above the frame
-     * suspend_here scans from. */
+    /* Registers of this thread go into `uc`, where the stack scan sees them. */
     ucontext_t uc;
     t->pending_suspend = 0;
     getcontext(&uc);
     __asm__ __volatile__("" : : "r"(&uc) : "memory");
-    suspend_here(t, (uintptr_t)__builtin_frame_address(0));
+    /* `uc` is a local of this frame, below its frame address: the scan
+     * starts at uc itself so the registers are inside it. */
+    suspend_here(t, (uintptr_t)&uc);
 }
 
 int lull_stw_install(int suspend_signal, int restart_signal)
@@ -172,7 +184,13 @@ void lull_stw_restart(lull_thread *self)
 {
     unsigned long e = atomic_load_explicit(&world_epoch, memory_order_relaxed) + 1;
     atomic_store_explicit(&world_epoch, e, memory_order_release);
-    for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        if (t != self)
-            pthread_kill(t->pthread, sig_restart);
+    for (lull_thread *t = lull_threads_first(); t; t = t->next) {
+        if (t == self)
+            continue;
+#if LULL_TSAN
+        sem_post(&t->resume_sem);
+#else
+        pthread_kill(t->pthread, sig_restart);
+#endif
+    }
 }

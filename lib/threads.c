@@ -12,6 +12,7 @@ __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec"))
 
 static lull_thread *registry;
 static unsigned registry_count;
+static uint64_t allocated_by_detached;   /* gc lock */
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -37,6 +38,17 @@ void lull_threads_init(void)
     pthread_once(&exit_key_once, make_exit_key);
     registry = NULL;
     registry_count = 0;
+    allocated_by_detached = 0;
+}
+
+uint64_t lull_threads_allocated_bytes(void)
+{
+    lull_gc_lock();
+    uint64_t sum = allocated_by_detached;
+    for (lull_thread *t = registry; t; t = t->next)
+        sum += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+    lull_gc_unlock();
+    return sum;
 }
 
 static int stack_bounds(uintptr_t *lo, uintptr_t *hi)
@@ -68,6 +80,7 @@ int lull_threads_attach(void)
         return -ENOMEM;
     }
     t->pthread = pthread_self();
+    sem_init(&t->resume_sem, 0, 0);
     lull_gc_lock();
     t->next = registry;
     if (registry)
@@ -87,6 +100,7 @@ void lull_threads_detach(void)
         return;
     lull_gc_lock();
     lull_collect_note_unused(lull_major_drop_caches(&t->caches));
+    allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     if (t->prev) t->prev->next = t->next;
     else registry = t->next;
     if (t->next) t->next->prev = t->prev;
@@ -94,5 +108,6 @@ void lull_threads_detach(void)
     lull_thread_self = NULL;
     lull_gc_unlock();
     pthread_setspecific(exit_key, NULL);
+    sem_destroy(&t->resume_sem);
     free(t);
 }

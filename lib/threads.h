@@ -14,6 +14,7 @@
 #define LULL_THREADS_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -30,8 +31,10 @@ typedef struct lull_thread {
     volatile sig_atomic_t pending_suspend;
     uintptr_t stop_sp;                   /* lowest live stack address when stopped */
     uintptr_t alt_lo, alt_hi;            /* alternate signal stack, if stopped on one */
+    sem_t     resume_sem;                /* ThreadSanitizer builds: restart without a signal */
     /* allocation */
     lull_alloc_caches caches;
+    atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
 } lull_thread;
 
 extern __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
@@ -45,6 +48,19 @@ int  lull_threads_attach(void); /* 0, -ENOMEM */
 void lull_threads_detach(void);
 
 void lull_stw_suspend_self(lull_thread *t);
+
+/* Bytes allocated by every thread since lull_init, attached or gone. */
+uint64_t lull_threads_allocated_bytes(void);
+
+/* Count an allocation. Only the owning thread writes its counter, so a
+ * relaxed load and store (no locked instruction) is enough; readers sum
+ * the counters with relaxed loads. */
+static inline void lull_thread_count_alloc(lull_thread *t, size_t bytes)
+{
+    atomic_store_explicit(&t->allocated,
+                          atomic_load_explicit(&t->allocated, memory_order_relaxed) + bytes,
+                          memory_order_relaxed);
+}
 
 static inline void lull_enter_critical(lull_thread *t)
 {
