@@ -51,11 +51,6 @@ static void check_type(const char *fn, const lull_type *t, bool array)
     }
 }
 
-static inline bool type_has_refs(const lull_type *t)
-{
-    return t->trace || t->refs || (t->elem_size && t->elem_refs);
-}
-
 static void *fail_enomem(void)
 {
     errno = ENOMEM;
@@ -64,7 +59,7 @@ static void *fail_enomem(void)
 
 static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, size_t length)
 {
-    bool has_refs = type_has_refs(type);
+    bool has_refs = lull_type_has_refs(type);
     uintptr_t *p = NULL;
     lull_gc_lock();
     if (lull_collect_due())
@@ -115,7 +110,7 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
     if (LULL_UNLIKELY(lull_cfg.collect_every))
         debug_collect_every();
     if (LULL_LIKELY(bytes <= LULL_MAX_SMALL)) {
-        lull_alloc_cache *c = &t->caches.c[type_has_refs(type)][lull_size_class(bytes)];
+        lull_alloc_cache *c = &t->caches.c[lull_type_has_refs(type)][lull_size_class(bytes)];
         lull_enter_critical(t);
         uintptr_t *p = c->head;
         if (LULL_LIKELY(p)) {

@@ -178,6 +178,16 @@ static inline uintptr_t lull_find_object(uintptr_t a, bool interior)
     }
 }
 
+/* Does an object of type t hold references the marker must trace? */
+static inline bool lull_type_has_refs(const lull_type *t)
+{
+    return t->trace || t->refs || (t->elem_size && t->elem_refs);
+}
+
+/* Call fn on every marked object, in address order; `refs_only` skips
+ * pointer-free blocks. World stopped. */
+void lull_heap_each_marked(bool refs_only, void (*fn)(uintptr_t obj));
+
 /* Bytes the object occupies (its slot, or its large size). */
 size_t lull_object_footprint(uintptr_t obj);
 

@@ -103,11 +103,6 @@ static inline bool pop(uintptr_t *obj)
     return false;
 }
 
-static inline bool type_has_refs(const lull_type *t)
-{
-    return t->trace || t->refs || (t->elem_size && t->elem_refs);
-}
-
 /* Grey `v` if it is a reference to an unmarked object. References point to
  * object starts (API contract); the heap verifier checks that. */
 static inline void mark_ref(uintptr_t v)
@@ -119,7 +114,7 @@ static inline void mark_ref(uintptr_t v)
         if (lull_mark_set(v) && b->has_refs)
             push(v);
     } else if (b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0) {
-        if (lull_mark_set(v) && type_has_refs(lull_header_type(*(uintptr_t *)v)))
+        if (lull_mark_set(v) && lull_type_has_refs(lull_header_type(*(uintptr_t *)v)))
             push(v);
     }
 }
@@ -169,7 +164,7 @@ void lull_mark_conservative(uintptr_t lo, uintptr_t hi)
         if (!obj || !lull_mark_set(obj))
             continue;
         lull_block *b = lull_block_of(obj);
-        if (b->state == LULL_BLOCK_SMALL ? b->has_refs : type_has_refs(lull_header_type(*(uintptr_t *)obj)))
+        if (b->state == LULL_BLOCK_SMALL ? b->has_refs : lull_type_has_refs(lull_header_type(*(uintptr_t *)obj)))
             push(obj);
     }
 }
@@ -182,25 +177,10 @@ static void drain_stack(void)
 }
 
 /* Overflow recovery: every marked object may have unscanned children. */
-static void rescan_marked(void)
+static void rescan_one(uintptr_t obj)
 {
-    for (uint32_t i = 0; i < lull_heap_g.frontier; i++) {
-        lull_block *b = &lull_heap_g.blocks[i];
-        uintptr_t base = lull_block_addr(i);
-        if (b->state == LULL_BLOCK_SMALL && b->has_refs) {
-            uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
-            for (uint32_t s = 0; s < n; s++) {
-                uintptr_t obj = base + (uintptr_t)s * sz;
-                if (*(uintptr_t *)obj && lull_is_marked(obj)) {
-                    scan_object(obj);
-                    drain_stack();
-                }
-            }
-        } else if (b->state == LULL_BLOCK_LARGE_HEAD && lull_is_marked(base)) {
-            scan_object(base);
-            drain_stack();
-        }
-    }
+    scan_object(obj);
+    drain_stack();
 }
 
 void lull_mark_drain(void)
@@ -210,7 +190,7 @@ void lull_mark_drain(void)
     while (overflow) {
         overflow = false;
         overflows++;
-        rescan_marked();
+        lull_heap_each_marked(true, rescan_one);
     }
 }
 

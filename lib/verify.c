@@ -58,18 +58,5 @@ static void verify_object(uintptr_t obj)
 
 void lull_verify_marked(void)
 {
-    for (uint32_t i = 0; i < lull_heap_g.frontier; i++) {
-        lull_block *b = &lull_heap_g.blocks[i];
-        uintptr_t base = lull_block_addr(i);
-        if (b->state == LULL_BLOCK_SMALL) {
-            uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
-            for (uint32_t s = 0; s < n; s++) {
-                uintptr_t obj = base + (uintptr_t)s * sz;
-                if (*(uintptr_t *)obj && lull_is_marked(obj))
-                    verify_object(obj);
-            }
-        } else if (b->state == LULL_BLOCK_LARGE_HEAD && lull_is_marked(base)) {
-            verify_object(base);
-        }
-    }
+    lull_heap_each_marked(false, verify_object);
 }
