@@ -128,9 +128,9 @@ uint32_t lull_space_alloc(uint32_t n)
     }
     /* Grow the frontier. */
     lull_heap *h = &lull_heap_g;
-    if ((uint64_t)h->frontier + n > h->nblocks)
+    if ((uint64_t)lull_frontier() + n > h->nblocks)
         return LULL_NO_BLOCK;
-    uint32_t idx = h->frontier, end = idx + n;
+    uint32_t idx = lull_frontier(), end = idx + n;
     if (end > committed) {
         uint32_t want = (end + COMMIT_CHUNK - 1) / COMMIT_CHUNK * COMMIT_CHUNK;
         if (want > h->nblocks)
@@ -143,7 +143,7 @@ uint32_t lull_space_alloc(uint32_t n)
         }
         committed = want;
     }
-    h->frontier = end;
+    __atomic_store_n(&h->frontier, end, __ATOMIC_RELAXED);
     in_use += n;
     return idx;
 }
@@ -161,7 +161,7 @@ void lull_space_free(uint32_t idx, uint32_t n)
         idx = head;
     }
     uint32_t right = idx + n;
-    if (right < lull_heap_g.frontier && B(right)->state == LULL_BLOCK_FREE) {
+    if (right < lull_frontier() && B(right)->state == LULL_BLOCK_FREE) {
         uint32_t len = B(right)->run_len;
         list_remove(right);
         n += len;
@@ -208,7 +208,7 @@ void lull_mark_clear_blocks(uint32_t idx, uint32_t n)
 
 void lull_heap_each_marked(bool refs_only, void (*fn)(uintptr_t obj))
 {
-    for (uint32_t i = 0; i < lull_heap_g.frontier; i++) {
+    for (uint32_t i = 0; i < lull_frontier(); i++) {
         lull_block *b = B(i);
         uintptr_t base = lull_block_addr(i);
         if (b->state == LULL_BLOCK_SMALL && (b->has_refs || !refs_only)) {

@@ -95,9 +95,16 @@ static inline unsigned lull_size_class(size_t bytes)
 }
 
 /* ---- addresses ---- */
+/* The frontier only grows while lull is initialised, under the gc lock;
+ * threads also read it without the lock (lull_type_of, lull_array_length),
+ * so it is accessed atomically (a plain mov on x86-64). */
+static inline uint32_t lull_frontier(void)
+{
+    return __atomic_load_n(&lull_heap_g.frontier, __ATOMIC_RELAXED);
+}
 static inline bool lull_in_committed(uintptr_t a)
 {
-    return a - lull_heap_g.start < ((size_t)lull_heap_g.frontier << LULL_BLOCK_SHIFT);
+    return a - lull_heap_g.start < ((size_t)lull_frontier() << LULL_BLOCK_SHIFT);
 }
 static inline uint32_t lull_block_index(uintptr_t a)
 {

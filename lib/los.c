@@ -34,7 +34,7 @@ void *lull_los_alloc(size_t bytes)
 uint64_t lull_los_sweep(void)
 {
     uint64_t live = 0;
-    for (uint32_t i = 0; i < lull_heap_g.frontier;) {
+    for (uint32_t i = 0; i < lull_frontier();) {
         lull_block *b = &lull_heap_g.blocks[i];
         if (b->state != LULL_BLOCK_LARGE_HEAD) {
             i++;

@@ -200,7 +200,7 @@ uint64_t lull_major_sweep(bool poison)
         for (unsigned c = 0; c < lull_nclasses; c++)
             partial[r][c] = LULL_NO_BLOCK;
     uint64_t live = 0;
-    uint32_t frontier = lull_heap_g.frontier;
+    uint32_t frontier = lull_frontier();
     for (uint32_t i = 0; i < frontier; i++) {
         lull_block *b = B(i);
         if (b->state == LULL_BLOCK_SMALL)
