@@ -20,8 +20,11 @@ typedef struct section {
 
 CK_STACK_CONTAINER(section, pool_entry, section_of_entry)
 
-/* Free sections, shared by markers. */
-static ck_stack_t pool __attribute__((aligned(16))) = CK_STACK_INITIALIZER;
+/* Free sections, shared by markers. ck_stack's ABA generation counter is
+ * a `char *` that pop_mpmc increments: started at NULL, the first pop is
+ * arithmetic on a null pointer, which UBSan rightly reports. Any non-null
+ * start makes the counter's arithmetic defined (it never wraps). */
+static ck_stack_t pool __attribute__((aligned(16))) = { NULL, (char *)(uintptr_t)4096 };
 static section *cur;                 /* top section of the grey stack */
 static unsigned long sections_live;  /* sections allocated from the OS */
 static unsigned long sections_limit; /* 0: unlimited (LULL_GC_DEBUG mark-stack-limit) */
