@@ -14,8 +14,8 @@
 #include "collect.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "heap.h"
 #include "mark.h"
@@ -29,29 +29,34 @@
 #define MIN_ALLOWANCE ((uint64_t)4 << 20)
 #define EMPTY_BLOCK_MAX_AGE 2   /* collections an empty block is kept committed */
 
-static pthread_mutex_t gc_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The gc lock is a binary semaphore rather than a mutex: a thread waiting
+ * for it must still answer the suspend signal of the thread that holds it
+ * and stops the world. ThreadSanitizer delivers signals to a thread
+ * blocked in sem_wait, but not to one blocked in pthread_mutex_lock; a
+ * trylock-and-sleep loop works there but starves waiters (lull_collect in
+ * a busy process). Kernel and libc treat both the same otherwise (a futex). */
+static sem_t gc_lock;
+static pthread_once_t gc_lock_once = PTHREAD_ONCE_INIT;
 static uint64_t allocated_since;    /* bytes handed out since the last collection */
 static uint64_t allowance;
 static uint64_t ncollections;
 
+static void gc_lock_init(void)
+{
+    if (sem_init(&gc_lock, 0, 1) != 0)
+        lull_fatal("lull_init", "sem_init failed");
+}
+
 void lull_gc_lock(void)
 {
-#if LULL_TSAN
-    /* ThreadSanitizer delivers a signal to a thread blocked in
-     * pthread_mutex_lock only once the call returns, which would deadlock
-     * a stop-the-world that waits for the thread while holding this lock.
-     * nanosleep is a call it does deliver signals in. */
-    struct timespec ts = { 0, 20000 };
-    while (pthread_mutex_trylock(&gc_lock) != 0)
-        nanosleep(&ts, NULL);
-#else
-    pthread_mutex_lock(&gc_lock);
-#endif
+    pthread_once(&gc_lock_once, gc_lock_init);
+    while (sem_wait(&gc_lock) != 0)
+        ;   /* EINTR: a signal handler ran (sem_wait is never restarted) */
 }
 
 void lull_gc_unlock(void)
 {
-    pthread_mutex_unlock(&gc_lock);
+    sem_post(&gc_lock);
 }
 
 void lull_collect_init(void)

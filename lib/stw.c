@@ -44,9 +44,21 @@ static void suspend_here(lull_thread *t, uintptr_t frame)
      * restart signal taken inside our sigsuspend is processed as a nested
      * deferred signal that overwrites that slot, and the thread is left
      * with the suspend signal blocked for good. So under TSan the restart
-     * comes through a semaphore and no signal is ever nested here. */
-    while (atomic_load_explicit(&world_epoch, memory_order_acquire) == e)
-        sem_wait(&t->resume_sem);
+     * comes through a semaphore. TSan still runs a handler synchronously
+     * inside a blocking call: the suspend signal of a later pause can nest
+     * here and take this wait's post, after which glibc's sem_wait sleeps
+     * on without returning. Waiting in short slices that re-check the
+     * epoch bounds that to a millisecond. */
+    while (atomic_load_explicit(&world_epoch, memory_order_acquire) == e) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 1000000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_nsec -= 1000000000L;
+            ts.tv_sec++;
+        }
+        sem_timedwait(&t->resume_sem, &ts);
+    }
 #else
     sigset_t wait_mask;
     sigfillset(&wait_mask);
