@@ -1,0 +1,229 @@
+/*
+ * gcshim.h — the few operations a benchmark needs, mapped to lull (default)
+ * or to the Boehm-Demers-Weiser collector (-DUSE_BOEHM), so that each
+ * benchmark is written once and both binaries run the same code on objects
+ * of the same sizes.
+ *
+ *   GCSHIM_TYPE(ident, T, refs)              a fixed-size type; refs: GCSHIM_REF bits, 0 = pointer-free
+ *   GCSHIM_ARRAY_TYPE(ident, T, esize, erefs)  an array type; elements of esize bytes
+ *   gcshim_alloc(&ident), gcshim_alloc_array(&ident, n)   zeroed; abort on failure
+ *   GCSHIM_SET(obj, field, value)            store a reference into a heap object
+ *   gcshim_init(), gcshim_shutdown(), gcshim_thread_attach(), gcshim_thread_detach()
+ *   gcshim_get_stats(&s)                     collections and pause percentiles
+ *
+ * Every object starts with a header word (lull's lull_header; an unused word
+ * under Boehm), arrays with a header word and a length, so sizes match.
+ * Boehm gets pointer-free objects from GC_MALLOC_ATOMIC, the rest from
+ * GC_MALLOC; its pauses are timed from GC_EVENT_PRE_STOP_WORLD to
+ * GC_EVENT_POST_START_WORLD.
+ */
+#ifndef GCSHIM_H
+#define GCSHIM_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct gcshim_stats {
+    uint64_t collections;
+    uint64_t pauses;
+    uint64_t pause_max_ns, pause_p50_ns, pause_p99_ns;
+} gcshim_stats;
+
+static inline uint64_t gcshim_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void *gcshim_check(void *p, const char *what)
+{
+    if (!p) {
+        fprintf(stderr, "gcshim: %s: out of memory\n", what);
+        abort();
+    }
+    return p;
+}
+
+#ifndef USE_BOEHM
+/* ------------------------------------------------------------------------ */
+/* lull                                                                     */
+/* ------------------------------------------------------------------------ */
+#include <lull.h>
+
+#define GCSHIM_NAME "lull"
+typedef lull_header gcshim_header;
+typedef lull_array_header gcshim_array_header;
+typedef lull_type gcshim_type;
+
+#define GCSHIM_REF(T, field) LULL_REF(T, field)
+#define GCSHIM_TYPE(ident, T, refbits) \
+    static const gcshim_type ident = { .name = #T, .size = sizeof(T), .refs = (refbits) }
+#define GCSHIM_ARRAY_TYPE(ident, T, esize, erefs) \
+    static const gcshim_type ident = { .name = #T, .size = sizeof(T), .elem_size = (esize), .elem_refs = (erefs) }
+#define GCSHIM_SET(obj, field, value) LULL_SET(obj, field, value)
+
+static inline void *gcshim_alloc(const gcshim_type *t) { return gcshim_check(lull_alloc(t), t->name); }
+static inline void *gcshim_alloc_array(const gcshim_type *t, size_t n)
+{
+    return gcshim_check(lull_alloc_array(t, n), t->name);
+}
+
+static inline void gcshim_init(void)
+{
+    if (lull_init(NULL) != 0) {
+        fprintf(stderr, "gcshim: lull_init failed\n");
+        exit(1);
+    }
+}
+static inline void gcshim_shutdown(void) { lull_shutdown(); }
+static inline void gcshim_thread_attach(void) { lull_thread_attach(); }
+static inline void gcshim_thread_detach(void) { lull_thread_detach(); }
+
+static inline void gcshim_get_stats(gcshim_stats *s)
+{
+    lull_stats st;
+    lull_get_stats(&st);
+    s->collections = st.collections_minor + st.collections_major;
+    s->pauses = st.pauses;
+    s->pause_max_ns = st.pause_max_ns;
+    s->pause_p50_ns = st.pause_p50_ns;
+    s->pause_p99_ns = st.pause_p99_ns;
+}
+
+#else
+/* ------------------------------------------------------------------------ */
+/* Boehm GC                                                                 */
+/* ------------------------------------------------------------------------ */
+#define GC_THREADS
+#define GC_NO_THREAD_REDIRECTS   /* threads register through gcshim_thread_attach */
+#include <gc.h>
+
+#define GCSHIM_NAME "boehm"
+typedef struct gcshim_header { uintptr_t word_; } gcshim_header;
+typedef struct gcshim_array_header { gcshim_header header; size_t length; } gcshim_array_header;
+typedef struct gcshim_type {
+    const char *name;
+    size_t size, elem_size;
+    int pointer_free;
+} gcshim_type;
+
+#define GCSHIM_REF(T, field) ((uint64_t)1 << (offsetof(T, field) / sizeof(void *)))
+#define GCSHIM_TYPE(ident, T, refbits) \
+    static const gcshim_type ident = { #T, sizeof(T), 0, (refbits) == 0 }
+#define GCSHIM_ARRAY_TYPE(ident, T, esize, erefs) \
+    static const gcshim_type ident = { #T, sizeof(T), (esize), (erefs) == 0 }
+#define GCSHIM_SET(obj, field, value) ((obj)->field = (value))
+
+static inline void *gcshim_alloc_bytes(const gcshim_type *t, size_t bytes)
+{
+    void *p;
+    if (t->pointer_free) {
+        p = gcshim_check(GC_MALLOC_ATOMIC(bytes), t->name);
+        memset(p, 0, bytes);          /* lull zeroes every object; so do we */
+    } else {
+        p = gcshim_check(GC_MALLOC(bytes), t->name);
+    }
+    return p;
+}
+static inline void *gcshim_alloc(const gcshim_type *t) { return gcshim_alloc_bytes(t, t->size); }
+static inline void *gcshim_alloc_array(const gcshim_type *t, size_t n)
+{
+    gcshim_array_header *a = gcshim_alloc_bytes(t, t->size + n * t->elem_size);
+    a->length = n;
+    return a;
+}
+
+/* Pause durations in a log-linear histogram: 16 sub-buckets per power of two
+ * (error < 6.25 %), filled from the collection-event callback, which must
+ * not allocate (it may run while other threads are stopped). */
+#define GCSHIM_SUB 16
+static uint64_t gcshim_hist[64 * GCSHIM_SUB];
+static uint64_t gcshim_pauses, gcshim_pause_max, gcshim_stop_start;
+
+static inline unsigned gcshim_bucket(uint64_t v)
+{
+    if (v < GCSHIM_SUB)
+        return (unsigned)v;
+    unsigned msb = 63u - (unsigned)__builtin_clzll(v);
+    return (msb - 3) * GCSHIM_SUB + (unsigned)((v >> (msb - 4)) & (GCSHIM_SUB - 1));
+}
+static inline uint64_t gcshim_bucket_high(unsigned b)  /* largest value in bucket b */
+{
+    if (b < GCSHIM_SUB)
+        return b;
+    unsigned msb = b / GCSHIM_SUB + 3, sub = b % GCSHIM_SUB;
+    return ((uint64_t)(GCSHIM_SUB + sub + 1) << (msb - 4)) - 1;
+}
+
+static void gcshim_on_event(GC_EventType e)
+{
+    if (e == GC_EVENT_PRE_STOP_WORLD) {
+        gcshim_stop_start = gcshim_now_ns();
+    } else if (e == GC_EVENT_POST_START_WORLD && gcshim_stop_start) {
+        uint64_t d = gcshim_now_ns() - gcshim_stop_start;
+        gcshim_stop_start = 0;
+        gcshim_hist[gcshim_bucket(d)]++;
+        gcshim_pauses++;
+        if (d > gcshim_pause_max)
+            gcshim_pause_max = d;
+    }
+}
+
+static inline uint64_t gcshim_percentile(double p)
+{
+    uint64_t rank = (uint64_t)(p / 100.0 * (double)gcshim_pauses + 0.5), seen = 0;
+    if (rank == 0)
+        rank = 1;
+    for (unsigned b = 0; b < sizeof gcshim_hist / sizeof gcshim_hist[0]; b++) {
+        seen += gcshim_hist[b];
+        if (seen >= rank) {
+            uint64_t v = gcshim_bucket_high(b);
+            return v < gcshim_pause_max ? v : gcshim_pause_max;
+        }
+    }
+    return gcshim_pause_max;
+}
+
+static inline void gcshim_init(void)
+{
+    GC_INIT();
+    GC_allow_register_threads();
+    GC_set_on_collection_event(gcshim_on_event);
+}
+static inline void gcshim_shutdown(void) {}
+static inline void gcshim_thread_attach(void)
+{
+    struct GC_stack_base sb;
+    if (GC_get_stack_base(&sb) != GC_SUCCESS || GC_register_my_thread(&sb) != GC_SUCCESS) {
+        fprintf(stderr, "gcshim: GC_register_my_thread failed\n");
+        abort();
+    }
+}
+static inline void gcshim_thread_detach(void) { GC_unregister_my_thread(); }
+
+static inline void gcshim_get_stats(gcshim_stats *s)
+{
+    GC_alloc_lock();                  /* the callback runs with the allocation lock held */
+    s->collections = (uint64_t)GC_get_gc_no();
+    s->pauses = gcshim_pauses;
+    s->pause_max_ns = gcshim_pause_max;
+    s->pause_p50_ns = gcshim_percentile(50);
+    s->pause_p99_ns = gcshim_percentile(99);
+    GC_alloc_unlock();
+}
+#endif
+
+/* Peak resident set size in KiB. */
+#include <sys/resource.h>
+static inline long gcshim_peak_rss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+#endif /* GCSHIM_H */
