@@ -19,6 +19,7 @@
 
 #include "heap.h"
 #include "mark.h"
+#include "probes.h"
 #include "roots.h"
 #include "stats.h"
 #include "stw.h"
@@ -94,7 +95,9 @@ void lull_collect_locked(int generation, const char *reason)
     /* Stop: afterwards every other attached thread sits in the suspend
      * handler with its live stack range recorded, outside any critical
      * region. */
+    LULL_PROBE2(collection_begin, generation, reason);
     lull_stw_stop(self);
+    LULL_PROBE1(world_stopped, lull_threads_count());
 
     /* Retire the allocation caches: the slots they still hold are free
      * (word 0 is 0) and the sweep re-lists them. */
@@ -108,6 +111,7 @@ void lull_collect_locked(int generation, const char *reason)
     lull_roots_mark_threads();
     lull_roots_mark();
     lull_mark_drain();
+    LULL_PROBE1(mark_end, lull_mark_overflows());
     if (lull_cfg.verify)
         lull_verify_marked();
 
@@ -115,6 +119,7 @@ void lull_collect_locked(int generation, const char *reason)
      * blocks kept long enough go back to the OS. */
     uint64_t live = lull_major_sweep(lull_cfg.poison) + lull_los_sweep();
     lull_major_release_empty(EMPTY_BLOCK_MAX_AGE);
+    LULL_PROBE1(sweep_end, live);
 
     allocated_since = 0;
     allowance = live > MIN_ALLOWANCE ? live : MIN_ALLOWANCE;
@@ -122,6 +127,7 @@ void lull_collect_locked(int generation, const char *reason)
 
     lull_stw_restart(self);
     uint64_t pause = lull_now_ns() - t0;
+    LULL_PROBE2(pause_end, ncollections, pause);
 
     /* The world runs again; this thread still holds the gc lock, so the
      * runs freed by the sweep can be given back to the OS before anyone
