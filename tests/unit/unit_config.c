@@ -19,7 +19,7 @@ static lull_config parse_ok(const char *p)
 static void parse_bad(const char *p)
 {
     lull_config c;
-    UCHECK(lull_config_parse(&c, p) == -EINVAL, "'%s' accepted", p);
+    UCHECK(lull_config_parse(&c, p) == -EINVAL, "'%s' accepted", p ? p : "(null)");
 }
 
 int main(void)

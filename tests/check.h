@@ -1,0 +1,290 @@
+/*
+ * check.h — the small helper every test in tests/ includes.
+ *
+ * CHECK(cond, fmt, ...) prints file:line, the failed condition and a message,
+ * then exits with status 1 (with _exit: a failing check in one thread must not
+ * run atexit handlers while other threads still use the heap).
+ *
+ * The rest are helpers the tests share: a checksummed list node, a byte
+ * array type, a stack clobber that removes stale pointers before a test
+ * asserts that something was collected, and /proc/self/statm reading.
+ */
+#ifndef LULL_TEST_CHECK_H
+#define LULL_TEST_CHECK_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lull.h>
+
+#define NOINLINE __attribute__((noinline))
+#define UNUSED   __attribute__((unused))
+
+#define CHECK(cond, ...)                                                        \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            fflush(stdout);                                                     \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,    \
+                    #cond);                                                     \
+            fprintf(stderr, __VA_ARGS__);                                       \
+            fputc('\n', stderr);                                                \
+            fflush(stderr);                                                     \
+            _exit(1);                                                           \
+        }                                                                       \
+    } while (0)
+
+/* Conservative stack scanning cannot see AddressSanitizer's fake stacks. */
+const char *__asan_default_options(void);
+UNUSED const char *__asan_default_options(void)
+{
+    return "detect_stack_use_after_return=0";
+}
+
+static inline uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleep until a deadline, in relative slices of at most 10 ms: a single
+ * relative nanosleep restarted after each stop-the-world signal would not
+ * count the time spent stopped, and an absolute clock_nanosleep is a call
+ * in which ThreadSanitizer never delivers the (deferred) suspend signal,
+ * so an attached thread sleeping in it would hold up every pause. */
+static inline void sleep_ms(unsigned ms)
+{
+    uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
+    for (uint64_t t; (t = now_ns()) < end;) {
+        uint64_t left = end - t, slice = left < 10000000ull ? left : 10000000ull;
+        struct timespec ts = { 0, (long)slice };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Resident set size of this process, from /proc/self/statm. */
+static inline size_t rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, resident = 0;
+    CHECK(f != NULL, "cannot open /proc/self/statm: %s", strerror(errno));
+    CHECK(fscanf(f, "%lu %lu", &size, &resident) == 2, "cannot parse /proc/self/statm");
+    fclose(f);
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * Overwrite 64 KiB of the stack below the caller with zeros, so pointers that
+ * earlier (deeper) calls left behind are not found by the conservative scan.
+ * Used before asserting that something has been collected.
+ */
+static NOINLINE UNUSED void clobber_stack(void)
+{
+    volatile uintptr_t buf[8192];
+    for (size_t i = 0; i < sizeof buf / sizeof buf[0]; i++)
+        buf[i] = 0;
+    __asm__ __volatile__("" : : "r"(buf) : "memory");
+}
+
+static inline lull_stats get_stats(void)
+{
+    lull_stats s;
+    memset(&s, 0xa5, sizeof s);
+    lull_get_stats(&s);
+    return s;
+}
+
+/* ---------------------------------------------------------------------- */
+/* A checksummed list node.                                                */
+/* ---------------------------------------------------------------------- */
+
+struct tnode {
+    lull_header   h;
+    struct tnode *next;
+    uint64_t      id;
+    uint64_t      data[4];
+    uint64_t      sum;
+};
+
+static const lull_type tnode_type UNUSED = {
+    .name = "test-node",
+    .size = sizeof(struct tnode),
+    .refs = LULL_REF(struct tnode, next),
+};
+
+static inline uint64_t tnode_sum(const struct tnode *n)
+{
+    uint64_t s = mix64(n->id ^ 0x5eed);
+    for (int i = 0; i < 4; i++)
+        s = mix64(s ^ n->data[i]);
+    return s;
+}
+
+static inline void tnode_fill(struct tnode *n, uint64_t id)
+{
+    n->id = id;
+    for (int i = 0; i < 4; i++)
+        n->data[i] = mix64(id * 4 + (uint64_t)i);
+    n->sum = tnode_sum(n);
+}
+
+static inline bool tnode_ok(const struct tnode *n, uint64_t id)
+{
+    if (n == NULL || n->id != id || n->sum != tnode_sum(n))
+        return false;
+    for (int i = 0; i < 4; i++)
+        if (n->data[i] != mix64(id * 4 + (uint64_t)i))
+            return false;
+    return true;
+}
+
+static inline struct tnode *tnode_new(uint64_t id)
+{
+    struct tnode *n = lull_alloc(&tnode_type);
+    CHECK(n != NULL, "lull_alloc(tnode) failed: %s", strerror(errno));
+    CHECK(n->next == NULL && n->id == 0 && n->data[0] == 0 && n->sum == 0,
+          "lull_alloc returned non-zeroed memory at %p: next %p id %" PRIu64 " data[0] %#" PRIx64
+          " sum %#" PRIx64, (void *)n, (void *)n->next, n->id, n->data[0], n->sum);
+    CHECK(lull_type_of(n) == &tnode_type, "lull_type_of(new node) is %p, not %p",
+          (const void *)lull_type_of(n), (const void *)&tnode_type);
+    tnode_fill(n, id);
+    return n;
+}
+
+/* Build a list of `count` nodes with ids first, first+1, ... in list order. */
+static inline struct tnode *list_build(uint64_t first, size_t count)
+{
+    struct tnode *head = NULL, *tail = NULL;
+    for (size_t i = 0; i < count; i++) {
+        struct tnode *n = tnode_new(first + i);
+        if (tail)
+            LULL_SET(tail, next, n);
+        else
+            head = n;
+        tail = n;
+    }
+    return head;
+}
+
+/* Abort the test unless the list has exactly `count` intact nodes with ids
+ * first, first+1, ... */
+static inline void list_verify(const struct tnode *head, uint64_t first, size_t count,
+                               const char *what)
+{
+    size_t i = 0;
+    for (const struct tnode *n = head; n != NULL; n = n->next, i++) {
+        CHECK(i < count, "%s: list longer than %zu nodes", what, count);
+        CHECK(tnode_ok(n, first + i),
+              "%s: node %zu of %zu (at %p) is corrupt: id %" PRIu64 " (expected %" PRIu64
+              "), sum %s", what, i, count, (const void *)n, n->id, first + i,
+              n->sum == tnode_sum(n) ? "matches" : "does not match");
+    }
+    CHECK(i == count, "%s: list has %zu nodes, expected %zu", what, i, count);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Pointer-free byte arrays and reference arrays.                          */
+/* ---------------------------------------------------------------------- */
+
+struct bytes {
+    lull_array_header a;
+    unsigned char     b[];
+};
+
+static const lull_type bytes_type UNUSED = {
+    .name = "test-bytes",
+    .size = sizeof(struct bytes),
+    .elem_size = 1,
+};
+
+struct refs {
+    lull_array_header a;
+    void             *item[];
+};
+
+static const lull_type refs_type UNUSED = {
+    .name = "test-refs",
+    .size = sizeof(struct refs),
+    .elem_size = sizeof(void *),
+    .elem_refs = 1,
+};
+
+/* Fill a byte array with a pattern derived from `seed` (touches every page). */
+static inline void bytes_fill(struct bytes *b, uint64_t seed)
+{
+    size_t n = b->a.length;
+    size_t words = n / 8;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t w = mix64(seed + i);
+        memcpy(b->b + i * 8, &w, 8);
+    }
+    for (size_t i = words * 8; i < n; i++)
+        b->b[i] = (unsigned char)mix64(seed ^ (i << 20));
+}
+
+/* Index of the first byte that differs from the pattern, or SIZE_MAX. */
+static inline size_t bytes_bad(const struct bytes *b, uint64_t seed, size_t length)
+{
+    if (b->a.length != length)
+        return 0;
+    size_t words = length / 8;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t w;
+        memcpy(&w, b->b + i * 8, 8);
+        if (w != mix64(seed + i))
+            return i * 8;
+    }
+    for (size_t i = words * 8; i < length; i++)
+        if (b->b[i] != (unsigned char)mix64(seed ^ (i << 20)))
+            return i;
+    return SIZE_MAX;
+}
+
+static inline struct bytes *bytes_new(size_t length, uint64_t seed)
+{
+    struct bytes *b = lull_alloc_array(&bytes_type, length);
+    CHECK(b != NULL, "lull_alloc_array(bytes, %zu) failed: %s", length, strerror(errno));
+    CHECK(lull_array_length(b) == length, "lull_array_length = %zu, expected %zu",
+          lull_array_length(b), length);
+    bytes_fill(b, seed);
+    return b;
+}
+
+static inline void bytes_verify(const struct bytes *b, uint64_t seed, size_t length,
+                                const char *what)
+{
+    size_t bad = bytes_bad(b, seed, length);
+    CHECK(bad == SIZE_MAX, "%s: byte array at %p (length %zu, header says %zu) corrupt at byte %zu",
+          what, (const void *)b, length, b->a.length, bad);
+}
+
+/* Set LULL_GC_DEBUG=poison unless the environment already chose debug
+ * options: freed memory is then overwritten, so a wrongly freed object is
+ * detected by its checksum at once. */
+static inline void want_poison(void)
+{
+    setenv("LULL_GC_DEBUG", "poison", 0);
+}
+
+#endif /* LULL_TEST_CHECK_H */

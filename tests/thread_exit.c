@@ -1,0 +1,138 @@
+/*
+ * thread_exit — many short-lived threads attach, allocate and verify, and
+ * most of them exit WITHOUT lull_thread_detach (some joinable, some
+ * detached pthreads), while another thread forces collections in a loop.
+ * A thread that exits attached must be detached for it: otherwise a later
+ * stop-the-world waits forever for it (caught by a watchdog thread) or signals a
+ * dead thread (crash). Also exercises double attach (returns 0) and double
+ * detach (no-op). Data held by the main thread survives throughout.
+ */
+#include "check.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define BATCHES 50
+#define PER_BATCH 12
+#define DETACHED_EVERY 4      /* every 4th thread is a detached pthread */
+
+static atomic_int stop;
+static atomic_int detached_done;
+static atomic_ulong forced;
+
+/* Progress of the main thread; a watchdog thread (not attached, so never
+ * stopped) fails the test when it stalls: a stop-the-world waiting for a
+ * thread that exited never finishes. */
+static atomic_ulong progress;
+static atomic_int finished;
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    unsigned long last = atomic_load(&progress);
+    uint64_t since = now_ns();
+    while (!atomic_load(&finished)) {
+        sleep_ms(100);
+        unsigned long p = atomic_load(&progress);
+        if (p != last) {
+            last = p;
+            since = now_ns();
+        } else if (now_ns() - since > 60ull * 1000000000ull) {
+            fprintf(stderr, "thread_exit: FAIL: watchdog: the main thread made no progress for 60 s "
+                    "(step %lu; a stop-the-world waiting for an exited thread?)\n", p);
+            _exit(2);
+        }
+    }
+    return NULL;
+}
+
+static void *worker(void *arg)
+{
+    uintptr_t i = (uintptr_t)arg;
+    CHECK(lull_thread_attach() == 0, "thread %lu: lull_thread_attach failed", (unsigned long)i);
+    if (i % 5 == 0)
+        CHECK(lull_thread_attach() == 0, "thread %lu: second lull_thread_attach did not return 0",
+              (unsigned long)i);
+    uint64_t first = (uint64_t)(i + 1) << 32;
+    struct tnode *volatile l = list_build(first, 200 + i % 100);
+    if (i % 7 == 0)
+        lull_collect(LULL_GEN_NURSERY);
+    list_verify(l, first, 200 + i % 100, "list of a short-lived thread");
+    if (i % 3 == 0) {
+        lull_thread_detach();
+        if (i % 6 == 0)
+            lull_thread_detach();     /* not attached any more: no-op */
+    }
+    /* the others exit attached */
+    if (i % DETACHED_EVERY == 1)
+        atomic_fetch_add(&detached_done, 1);
+    return NULL;
+}
+
+static void *collector(void *arg)
+{
+    (void)arg;
+    CHECK(lull_thread_attach() == 0, "attach failed");
+    for (unsigned long i = 0; !atomic_load(&stop); i++) {
+        lull_collect(i % 3 == 0 ? LULL_GEN_MAJOR : LULL_GEN_NURSERY);
+        atomic_fetch_add(&forced, 1);
+        sleep_ms(1);
+    }
+    lull_thread_detach();
+    return NULL;
+}
+
+int main(void)
+{
+    pthread_t wd;
+    CHECK(pthread_create(&wd, NULL, watchdog, NULL) == 0, "pthread_create failed");
+    CHECK(lull_init(NULL) == 0, "lull_init failed");
+    struct tnode *volatile mine = list_build(1, 5000);
+
+    pthread_t tc;
+    CHECK(pthread_create(&tc, NULL, collector, NULL) == 0, "pthread_create failed");
+
+    pthread_attr_t detached;
+    pthread_attr_init(&detached);
+    pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
+    int expected_detached = 0;
+    uintptr_t n = 0;
+    for (int b = 0; b < BATCHES; b++) {
+        pthread_t t[PER_BATCH];
+        int joinable[PER_BATCH];
+        for (int j = 0; j < PER_BATCH; j++, n++) {
+            joinable[j] = (n % DETACHED_EVERY != 1);
+            int rc = pthread_create(&t[j], joinable[j] ? NULL : &detached, worker, (void *)n);
+            CHECK(rc == 0, "pthread_create failed: %s", strerror(rc));
+            if (!joinable[j])
+                expected_detached++;
+        }
+        for (int j = 0; j < PER_BATCH; j++)
+            if (joinable[j])
+                pthread_join(t[j], NULL);
+        list_verify(mine, 1, 5000, "main thread's list during thread churn");
+        atomic_fetch_add(&progress, 1);
+    }
+    while (atomic_load(&detached_done) < expected_detached)
+        sleep_ms(1);
+    sleep_ms(50);        /* let the last detached pthreads finish exiting */
+    atomic_fetch_add(&progress, 1);
+
+    atomic_store(&stop, 1);
+    pthread_join(tc, NULL);
+    atomic_fetch_add(&progress, 1);
+
+    /* Every thread but this one is gone: these must neither hang nor crash. */
+    for (int i = 0; i < 3; i++) {
+        lull_collect(LULL_GEN_MAJOR);
+        lull_collect(LULL_GEN_NURSERY);
+        atomic_fetch_add(&progress, 1);
+    }
+    list_verify(mine, 1, 5000, "main thread's list after thread churn");
+    printf("thread_exit: ok: %lu threads (%d detached pthreads), %lu forced collections\n",
+           (unsigned long)n, expected_detached, atomic_load(&forced));
+    lull_shutdown();
+    atomic_store(&finished, 1);
+    pthread_join(wd, NULL);
+    return 0;
+}
