@@ -28,26 +28,39 @@ static lull_thread *attached_self(const char *fn)
     return t;
 }
 
+/* Report a malformed type (cold path of check_type). */
+__attribute__((noinline, cold, noreturn))
+static void bad_type(const char *fn, const lull_type *t, bool array)
+{
+    if (!t)
+        lull_fatal(fn, "type is NULL");
+    if (array || t->elem_size)
+        lull_fatal(fn, "type '%s' is not a valid type (size %zu, refs %#llx, elem_size %zu, "
+                   "elem_refs %#llx: word 0 is the header, an array needs size >= 16 and "
+                   "elem_size > 0, reference bits must lie inside size and elem_size)",
+                   t->name ? t->name : "?", t->size, (unsigned long long)t->refs, t->elem_size,
+                   (unsigned long long)t->elem_refs);
+    lull_fatal(fn, "type '%s' is malformed (size %zu, refs %#llx: word 0 is the header, "
+               "reference bits must lie inside size)", t->name ? t->name : "?", t->size,
+               (unsigned long long)t->refs);
+}
+
 /* Cheap checks that catch a malformed type before it corrupts the heap. */
-static void check_type(const char *fn, const lull_type *t, bool array)
+static inline void check_type(const char *fn, const lull_type *t, bool array)
 {
     if (LULL_UNLIKELY(!t))
-        lull_fatal(fn, "type is NULL");
+        bad_type(fn, t, array);
     size_t words = t->size / sizeof(void *);
     if (LULL_UNLIKELY(t->size < sizeof(lull_header) || (t->refs & 1) ||
                       (words < 64 && (t->refs >> words) != 0)))
-        lull_fatal(fn, "type '%s' is malformed (size %zu, refs %#llx: word 0 is the header, "
-                   "reference bits must lie inside size)", t->name ? t->name : "?", t->size,
-                   (unsigned long long)t->refs);
+        bad_type(fn, t, array);
     if (t->elem_size || array) {
         size_t ewords = t->elem_size / sizeof(void *);
         if (LULL_UNLIKELY(!t->elem_size || t->size < sizeof(lull_array_header) ||
                           (t->refs & 2) ||
                           (t->elem_refs && (t->elem_size % sizeof(void *) || t->size % sizeof(void *))) ||
                           (ewords < 64 && (t->elem_refs >> ewords) != 0)))
-            lull_fatal(fn, "type '%s' is not a valid array type (size %zu, elem_size %zu, "
-                       "elem_refs %#llx)", t->name ? t->name : "?", t->size, t->elem_size,
-                       (unsigned long long)t->elem_refs);
+            bad_type(fn, t, array);
     }
 }
 
