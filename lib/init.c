@@ -24,6 +24,47 @@ lull_config lull_cfg;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool initialised;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* fork(): the child gets one thread, a copy of the heap, and whatever locks
+ * other threads held at that instant. So the forking thread takes every
+ * lock of the collector first (init -> gc -> stats, the order everything
+ * else takes them in): no pause, registration or lull_init is in flight
+ * when the address space is copied, the heap is consistent, and both
+ * processes release the locks afterwards (the forking thread owns them in
+ * both). The child then forgets the other threads: they do not exist there
+ * and their stacks are no longer roots. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&init_lock);
+    if (lull_is_initialised())
+        lull_gc_lock();
+    lull_stats_lock_for_fork();
+}
+
+static void fork_parent(void)
+{
+    lull_stats_unlock_after_fork();
+    if (lull_is_initialised())
+        lull_gc_unlock();
+    pthread_mutex_unlock(&init_lock);
+}
+
+static void fork_child(void)
+{
+    lull_stats_unlock_after_fork();
+    if (lull_is_initialised()) {
+        lull_threads_after_fork_child();
+        lull_gc_unlock();
+    }
+    pthread_mutex_unlock(&init_lock);
+}
+
+static void install_atfork(void)
+{
+    if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
+        lull_warn("lull_init", "pthread_atfork failed: fork() in a running program is unsafe");
+}
 
 bool lull_is_initialised(void)
 {
@@ -32,6 +73,7 @@ bool lull_is_initialised(void)
 
 int lull_init(const char *params)
 {
+    pthread_once(&atfork_once, install_atfork);
     pthread_mutex_lock(&init_lock);
     if (lull_is_initialised()) {
         pthread_mutex_unlock(&init_lock);

@@ -63,6 +63,16 @@ static lull_histogram pauses;
 static uint64_t collections_minor, collections_major, collections_major_sync;
 static uint64_t live_after_major;
 
+void lull_stats_lock_for_fork(void)
+{
+    pthread_mutex_lock(&stats_lock);
+}
+
+void lull_stats_unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&stats_lock);
+}
+
 void lull_stats_reset(void)
 {
     pthread_mutex_lock(&stats_lock);

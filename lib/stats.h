@@ -31,6 +31,9 @@ unsigned lull_hist_bucket_of(uint64_t v);
 enum lull_pause_kind { LULL_PAUSE_MINOR, LULL_PAUSE_MAJOR };
 
 void lull_stats_reset(void);
+/* fork: hold the stats lock across fork() (init.c). */
+void lull_stats_lock_for_fork(void);
+void lull_stats_unlock_after_fork(void);
 void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns);
 void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes);
 

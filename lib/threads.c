@@ -67,6 +67,24 @@ static int stack_bounds(uintptr_t *lo, uintptr_t *hi)
     return 0;
 }
 
+void lull_threads_after_fork_child(void)
+{
+    lull_thread *self = lull_thread_self, *next;
+    for (lull_thread *t = registry; t; t = next) {
+        next = t->next;
+        if (t == self)
+            continue;
+        allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+        lull_major_drop_caches(&t->caches);
+        sem_destroy(&t->resume_sem);
+        free(t);
+    }
+    registry = self;
+    registry_count = self ? 1 : 0;
+    if (self)
+        self->next = self->prev = NULL;
+}
+
 int lull_threads_attach(void)
 {
     if (lull_thread_self)

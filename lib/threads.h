@@ -49,6 +49,10 @@ void lull_threads_detach(void);
 
 void lull_stw_suspend_self(lull_thread *t);
 
+/* In the child of fork(), gc lock held: only the forking thread exists;
+ * forget every other thread (their stacks are no longer roots). */
+void lull_threads_after_fork_child(void);
+
 /* Bytes allocated by every thread since lull_init, attached or gone. */
 uint64_t lull_threads_allocated_bytes(void);
 
