@@ -6,6 +6,7 @@
 #include "collect.h"
 #include "heap.h"
 #include "threads.h"
+#include "util.h"
 
 unsigned lull_hist_bucket_of(uint64_t v)
 {
@@ -106,6 +107,8 @@ void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, ui
 
 void lull_get_stats(lull_stats *s)
 {
+    if (!s)
+        lull_fatal("lull_get_stats", "stats is NULL");
     memset(s, 0, sizeof *s);
     pthread_mutex_lock(&stats_lock);
     s->collections_minor = collections_minor;

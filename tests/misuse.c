@@ -11,6 +11,7 @@
  *  - an invalid lull_type (refs bit 0 set: word 0 is the header).
  */
 #include "check.h"
+#include <stdatomic.h>
 
 #include <pthread.h>
 #include <signal.h>
@@ -72,6 +73,133 @@ static void invalid_array_type(void)
 {
     CHECK(lull_init(NULL) == 0, "lull_init failed in child");
     (void)lull_alloc_array(&bad_refs0_array, 3);
+}
+
+static void pinned_before_init(void)  { (void)lull_alloc_pinned(&tnode_type); }
+static void *unattached_pinned(void *arg) { (void)arg; (void)lull_alloc_pinned(&tnode_type); return NULL; }
+static void pinned_unattached(void)   { run_in_thread(unattached_pinned); }
+
+static void alloc_null_type(void)
+{
+    CHECK(lull_init(NULL) == 0, "lull_init failed in child");
+    (void)lull_alloc(NULL);
+}
+
+static void alloc_after_shutdown(void)
+{
+    CHECK(lull_init(NULL) == 0, "lull_init failed in child");
+    lull_shutdown();
+    (void)lull_alloc(&tnode_type);
+}
+
+static void store_before_init(void)
+{
+    static void *slots[2];
+    lull_store(slots, &slots[1], NULL);
+}
+
+static void store_after_shutdown(void)
+{
+    CHECK(lull_init(NULL) == 0, "lull_init failed in child");
+    struct tnode *n = tnode_new(1);
+    lull_shutdown();
+    lull_store(n, &n->next, NULL);
+}
+
+static void type_of_before_init(void)
+{
+    static lull_header h;
+    (void)lull_type_of(&h);
+}
+
+static void type_of_non_heap(void)
+{
+    CHECK(lull_init(NULL) == 0, "lull_init failed in child");
+    static lull_header h;
+    (void)lull_type_of(&h);
+}
+
+static void length_of_non_array(void)
+{
+    CHECK(lull_init(NULL) == 0, "lull_init failed in child");
+    (void)lull_array_length(tnode_new(1));
+}
+
+static void length_of_malloc(void)
+{
+    CHECK(lull_init(NULL) == 0, "lull_init failed in child");
+    lull_array_header *h = calloc(1, sizeof *h);
+    CHECK(h != NULL, "calloc failed");
+    (void)lull_array_length(h);
+}
+
+static void collect_before_init(void) { lull_collect(LULL_GEN_MAJOR); }
+
+static void collect_bad_generation(void)
+{
+    CHECK(lull_init(NULL) == 0, "lull_init failed in child");
+    lull_collect(7);
+}
+
+static void *attach_and_park(void *arg)
+{
+    CHECK(lull_thread_attach() == 0, "attach failed");
+    atomic_store((atomic_int *)arg, 1);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static void shutdown_with_attached_thread(void)
+{
+    CHECK(lull_init(NULL) == 0, "lull_init failed in child");
+    static atomic_int ready;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, attach_and_park, &ready) == 0, "pthread_create failed");
+    while (!atomic_load(&ready))
+        sleep_ms(1);
+    lull_shutdown();
+}
+
+static void stats_null(void) { lull_get_stats(NULL); }
+
+/* Bad input that is reported with an error code, not an abort. */
+static void error_codes(void)
+{
+    static void *refs[4];
+    static char range[64];
+    CHECK(lull_root_add(range, sizeof range) == -EPERM, "lull_root_add before lull_init");
+    CHECK(lull_root_add_refs(refs, 4) == -EPERM, "lull_root_add_refs before lull_init");
+    lull_root_remove(range);                        /* no-op */
+    CHECK(lull_thread_attach() == -EPERM, "lull_thread_attach before lull_init");
+    lull_thread_detach();                           /* no-op */
+    lull_shutdown();                                /* no-op */
+    CHECK(!lull_set_allow_synchronous_major(false), "set_allow_synchronous_major before lull_init");
+
+    CHECK(lull_init(NULL) == 0, "lull_init failed");
+    CHECK(lull_root_add(NULL, 8) == -EINVAL, "lull_root_add(NULL)");
+    CHECK(lull_root_add(range, 0) == -EINVAL, "lull_root_add size 0");
+    CHECK(lull_root_add((void *)(UINTPTR_MAX - 8), 64) == -EINVAL, "lull_root_add wrapping range");
+    CHECK(lull_root_add_refs((void **)(range + 1), 2) == -EINVAL, "lull_root_add_refs misaligned");
+    CHECK(lull_root_add_refs(refs, SIZE_MAX / 4) == -EINVAL, "lull_root_add_refs overflowing count");
+    CHECK(lull_root_add(range, sizeof range) == 0, "lull_root_add");
+    CHECK(lull_root_add(range, 8) == -EEXIST, "lull_root_add twice");
+    lull_root_remove(range);
+    lull_root_remove(range);                        /* removing again: no-op */
+    lull_root_remove(refs);                         /* never added: no-op */
+    CHECK(lull_root_add(range, sizeof range) == 0, "lull_root_add after remove");
+    CHECK(lull_thread_attach() == 0, "attaching twice returns 0");
+    errno = 0;
+    CHECK(lull_alloc_array(&refs_type, SIZE_MAX) == NULL && errno == ENOMEM, "SIZE_MAX array");
+    lull_shutdown();
+
+    CHECK(lull_root_add(range, sizeof range) == -EPERM, "lull_root_add after lull_shutdown");
+    CHECK(lull_thread_attach() == -EPERM, "lull_thread_attach after lull_shutdown");
+    lull_shutdown();                                /* twice: no-op */
+    lull_stats st;
+    lull_get_stats(&st);
+    CHECK(st.collections_major == 0 && st.heap_bytes == 0, "stats after lull_shutdown are not zero");
+    printf("misuse: error codes: ok\n");
 }
 
 /* ---- harness ---- */
@@ -136,6 +264,21 @@ int main(void)
     expect_abort("lull_store into a malloc'd slot", store_outside_malloc, "lull_store");
     expect_abort("lull_alloc with refs bit 0 set", invalid_type, "lull_alloc");
     expect_abort("lull_alloc_array with refs bit 0 set", invalid_array_type, "lull_alloc");
+    expect_abort("lull_alloc_pinned before lull_init", pinned_before_init, "lull_alloc_pinned");
+    expect_abort("lull_alloc_pinned from an unattached thread", pinned_unattached, "lull_alloc_pinned");
+    expect_abort("lull_alloc(NULL)", alloc_null_type, "lull_alloc");
+    expect_abort("lull_alloc after lull_shutdown", alloc_after_shutdown, "lull_alloc");
+    expect_abort("lull_store before lull_init", store_before_init, "lull_store");
+    expect_abort("lull_store after lull_shutdown", store_after_shutdown, "lull_store");
+    expect_abort("lull_type_of before lull_init", type_of_before_init, "lull_type_of");
+    expect_abort("lull_type_of on a non-heap pointer", type_of_non_heap, "lull_type_of");
+    expect_abort("lull_array_length on a non-array", length_of_non_array, "lull_array_length");
+    expect_abort("lull_array_length on malloc'd memory", length_of_malloc, "lull_array_length");
+    expect_abort("lull_collect before lull_init", collect_before_init, "lull_collect");
+    expect_abort("lull_collect(7)", collect_bad_generation, "lull_collect");
+    expect_abort("lull_shutdown with a thread attached", shutdown_with_attached_thread, "lull_shutdown");
+    expect_abort("lull_get_stats(NULL)", stats_null, "lull_get_stats");
+    error_codes();
 
     /* The parent never initialised lull: a normal run still works. */
     CHECK(lull_init(NULL) == 0, "lull_init in the parent failed");
