@@ -53,7 +53,7 @@
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "detect_stack_use_after_return=0"; }
 
-#define NMUT       4
+#define NMUT       8   /* at most; argv[2] chooses, default 4 */
 #define NREF       3
 #define TSLOTS     256
 #define NEXCH      64
@@ -649,6 +649,9 @@ int main(int argc, char **argv)
     double seconds = argc > 1 ? atof(argv[1]) : 5.0;
     if (!(seconds > 0))
         seconds = 5.0;
+    int nmut = argc > 2 ? atoi(argv[2]) : 4;
+    if (nmut < 1 || nmut > NMUT)
+        fail("usage: torture [seconds] [mutators 1..%d]", NMUT);
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     int rc = lull_init(NULL);
@@ -672,7 +675,7 @@ int main(int argc, char **argv)
     static struct lj lj;
     static struct churn ch;
     pthread_t tm[NMUT], tl, tch, tc;
-    for (int i = 0; i < NMUT; i++) {
+    for (int i = 0; i < nmut; i++) {
         muts[i].idx = i;
         muts[i].rng = mix64((uint64_t)i + 99) | 1;
         snprintf(muts[i].who, sizeof muts[i].who, "mutator %d", i);
@@ -689,7 +692,7 @@ int main(int argc, char **argv)
     while (now_ns() < deadline)
         sleep_us(20000);
     atomic_store(&stop, 1);
-    for (int i = 0; i < NMUT; i++)
+    for (int i = 0; i < nmut; i++)
         pthread_join(tm[i], NULL);
     pthread_join(tl, NULL);
     pthread_join(tch, NULL);
@@ -711,7 +714,7 @@ int main(int argc, char **argv)
 
     unsigned long allocs = 0, large = 0, rewires = 0, reseeds = 0, pubs = 0, adopts = 0;
     unsigned long tables = 0, verifies = 0, reach = 0;
-    for (int i = 0; i < NMUT; i++) {
+    for (int i = 0; i < nmut; i++) {
         if (muts[i].ops == 0 || muts[i].verifies == 0)
             fail("mutator %d made no progress (%lu ops, %lu verifications)", i, muts[i].ops,
                  muts[i].verifies);
