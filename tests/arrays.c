@@ -100,16 +100,9 @@ static NOINLINE void churn(void)
         (void)tnode_new(0xbad000000ull + (uint64_t)i);
 }
 
-static NOINLINE void collect_hard(void)
+static void collect_hard(void)
 {
-    for (int i = 0; i < 3; i++) {
-        clobber_stack();
-        lull_collect(LULL_GEN_MAJOR);
-        churn();
-    }
-    clobber_stack();
-    lull_collect(LULL_GEN_NURSERY);
-    lull_collect(LULL_GEN_MAJOR);
+    collect_hard_with(churn);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -107,6 +107,21 @@ static NOINLINE UNUSED void clobber_stack(void)
     __asm__ __volatile__("" : : "r"(buf) : "memory");
 }
 
+/* Collect several times with the stack wiped in between, allocating
+ * garbage with `churn` so that freed slots are reused (and poisoned data
+ * would be seen). */
+static NOINLINE UNUSED void collect_hard_with(void (*churn)(void))
+{
+    for (int i = 0; i < 3; i++) {
+        clobber_stack();
+        lull_collect(LULL_GEN_MAJOR);
+        churn();
+    }
+    clobber_stack();
+    lull_collect(LULL_GEN_NURSERY);
+    lull_collect(LULL_GEN_MAJOR);
+}
+
 static inline lull_stats get_stats(void)
 {
     lull_stats s;
@@ -189,6 +204,19 @@ static inline struct tnode *list_build(uint64_t first, size_t count)
 
 /* Abort the test unless the list has exactly `count` intact nodes with ids
  * first, first+1, ... */
+/* Reverse a list in place with barriered stores; returns the new head. */
+static inline UNUSED struct tnode *list_reverse(struct tnode *head)
+{
+    struct tnode *prev = NULL;
+    while (head) {
+        struct tnode *next = head->next;
+        LULL_SET(head, next, prev);
+        prev = head;
+        head = next;
+    }
+    return prev;
+}
+
 static inline void list_verify(const struct tnode *head, uint64_t first, size_t count,
                                const char *what)
 {

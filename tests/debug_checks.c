@@ -47,18 +47,6 @@ static size_t tree_check(const struct tree *t, int depth, uint64_t key)
     return 1 + tree_check(t->left, depth - 1, key * 2) + tree_check(t->right, depth - 1, key * 2 + 1);
 }
 
-static struct tnode *reverse(struct tnode *head)
-{
-    struct tnode *prev = NULL;
-    while (head) {
-        struct tnode *next = head->next;
-        LULL_SET(head, next, prev);
-        prev = head;
-        head = next;
-    }
-    return prev;
-}
-
 static void workload(uint64_t base, unsigned long *allocs)
 {
     struct tnode *lists[NLISTS] = { 0 };
@@ -74,7 +62,7 @@ static void workload(uint64_t base, unsigned long *allocs)
         lists[k] = list_build(first[k], len[k]);
         *allocs += len[k];
         /* rewire: reverse twice, the list is back in order */
-        lists[k] = reverse(reverse(lists[k]));
+        lists[k] = list_reverse(list_reverse(lists[k]));
         lull_store(arr, &arr->item[r % 64], lists[(k + 1) % NLISTS]);
         struct tree *volatile t = tree_build(6, 1);
         *allocs += 127;

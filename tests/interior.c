@@ -57,16 +57,9 @@ static NOINLINE void churn(void)
     }
 }
 
-static NOINLINE void collect_hard(void)
+static void collect_hard(void)
 {
-    for (int i = 0; i < 3; i++) {
-        clobber_stack();
-        lull_collect(LULL_GEN_MAJOR);
-        churn();
-    }
-    clobber_stack();
-    lull_collect(LULL_GEN_NURSERY);
-    lull_collect(LULL_GEN_MAJOR);
+    collect_hard_with(churn);
 }
 
 /* Only the interior address leaves this function. */

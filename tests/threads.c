@@ -37,19 +37,6 @@ static uint64_t rnd(struct mut *m)
     return m->rng;
 }
 
-/* Reverse a list in place with barriered stores. */
-static struct tnode *reverse(struct tnode *head)
-{
-    struct tnode *prev = NULL;
-    while (head) {
-        struct tnode *next = head->next;
-        LULL_SET(head, next, prev);
-        prev = head;
-        head = next;
-    }
-    return prev;
-}
-
 static void verify_dir(struct mut *m, const struct tnode *head, uint64_t first, size_t len,
                        int reversed, int k)
 {
@@ -87,7 +74,7 @@ static void *mutator(void *arg)
             next_id += n;
             m->nodes += n;
         } else if (op < 75) {
-            lists[k] = reverse(lists[k]);
+            lists[k] = list_reverse(lists[k]);
             reversed[k] = !reversed[k];
             m->reversals++;
         } else if (op < 85) {
