@@ -13,7 +13,8 @@
  * (or calling pthread_exit) still attached so lull detaches them from a
  * pthread_key destructor; some detach and attach again halfway; a few never
  * attach and only call lull_collect and lull_get_stats. A spawner keeps
- * --live workers (6) running; a burst thread wakes a helper that calls
+ * --live workers (6) running (a reaper thread joins the joinable ones); a
+ * burst thread wakes a helper that calls
  * lull_collect and right away starts a burst of workers, so threads are
  * created and attach while the world is being stopped; a collector thread
  * forces collections at random. The main thread verifies the whole table
@@ -89,6 +90,7 @@ struct worker {
     unsigned dtor_round;
     pthread_t thread;
     int done;               /* atomic: past lull's key destructor */
+    struct worker *next;    /* the reaper's list */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -304,41 +306,70 @@ static struct worker *spawn(stress_rng *r, int burst)
     return detached ? NULL : w;
 }
 
-/* Joinable workers of one spawning thread. pthread_join only once the
- * worker is past its destructors (never block long in a call that may
- * keep a signal from us under ThreadSanitizer). */
-struct joinlist {
-    struct worker *w[64];
-    unsigned n;
-};
+/* Joinable workers wait in a list for the reaper, which joins each once it
+ * is past its destructors.
+ *
+ * The reaper is attached, except under ThreadSanitizer. There, pthread_join
+ * is a blocking call in which signals are delivered at once, so an attached
+ * joiner can be stopped inside glibc while it holds the lock of glibc's
+ * stack cache (freeing the joined thread's stack); an attached thread in
+ * pthread_create, waiting for that lock inside a call TSan does not treat
+ * as blocking, then never receives its stop signal and the pause hangs.
+ * Unattached, the reaper is never stopped and always lets the lock go. */
+static struct worker *reap_list;       /* reap_lock */
+static int reap_lock;
+static int spawning_done;              /* atomic: no more joinable workers will come */
+static uint64_t joined;
 
-static void reap(struct joinlist *j, int all)
-{
-    for (unsigned i = 0; i < j->n;) {
-        struct worker *w = j->w[i];
-        while (all && !__atomic_load_n(&w->done, __ATOMIC_ACQUIRE))
-            stress_sleep_ns(200000);
-        if (__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
-            int rc = pthread_join(w->thread, NULL);
-            if (rc != 0)
-                stress_fail("pthread_join (worker %" PRIu64 "): %s", w->serial, strerror(rc));
-            free(w);
-            j->w[i] = j->w[--j->n];
-        } else {
-            i++;
-        }
-    }
-}
-
-static void add_joinable(struct joinlist *j, struct worker *w)
+static void add_joinable(struct worker *w)
 {
     if (!w)
         return;
-    while (j->n == sizeof j->w / sizeof j->w[0]) {
-        reap(j, 0);
+    stress_lock(&reap_lock);
+    w->next = reap_list;
+    reap_list = w;
+    stress_unlock(&reap_lock);
+}
+
+static void *reaper_main(void *arg)
+{
+    (void)arg;
+    int attach = !STRESS_TSAN;
+    if (attach && lull_thread_attach() != 0)
+        stress_fail("reaper: lull_thread_attach failed");
+    struct worker *pending = NULL;
+    for (;;) {
+        int last = __atomic_load_n(&spawning_done, __ATOMIC_ACQUIRE);
+        stress_lock(&reap_lock);
+        struct worker *l = reap_list;
+        reap_list = NULL;
+        stress_unlock(&reap_lock);
+        while (l) {
+            struct worker *w = l;
+            l = l->next;
+            w->next = pending;
+            pending = w;
+        }
+        for (struct worker **pp = &pending; *pp;) {
+            struct worker *w = *pp;
+            if (!__atomic_load_n(&w->done, __ATOMIC_ACQUIRE)) {
+                pp = &w->next;
+                continue;
+            }
+            int rc = pthread_join(w->thread, NULL);
+            if (rc != 0)
+                stress_fail("pthread_join (worker %" PRIu64 "): %s", w->serial, strerror(rc));
+            *pp = w->next;
+            free(w);
+            joined++;
+        }
+        if (last && !pending)
+            break;
         stress_sleep_ns(200000);
     }
-    j->w[j->n++] = w;
+    if (attach)
+        lull_thread_detach();
+    return NULL;
 }
 
 /* Keeps max_live workers running. Attached: it is stopped too, in the
@@ -349,15 +380,12 @@ static void *spawner_main(void *arg)
     if (lull_thread_attach() != 0)
         stress_fail("spawner: lull_thread_attach failed");
     stress_rng r = stress_rng_for(3);
-    struct joinlist j = { .n = 0 };
     while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
         if (__atomic_load_n(&live_workers, __ATOMIC_RELAXED) < max_live)
-            add_joinable(&j, spawn(&r, 0));
+            add_joinable(spawn(&r, 0));
         else
             stress_sleep_ns(100000);
-        reap(&j, 0);
     }
-    reap(&j, 1);
     lull_thread_detach();
     return NULL;
 }
@@ -397,18 +425,15 @@ static void *burst_main(void *arg)
     if (lull_thread_attach() != 0)
         stress_fail("burst thread: lull_thread_attach failed");
     stress_rng r = stress_rng_for(5);
-    struct joinlist j = { .n = 0 };
     while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
         stress_sleep_ns(stress_range(&r, 2, 30) * 1000000ull);
-        reap(&j, 0);
         if (__atomic_load_n(&live_workers, __ATOMIC_RELAXED) > 4 * max_live)
             continue;
         sem_post(&helper_go);
         for (unsigned i = (unsigned)stress_range(&r, 3, 8); i; i--)
-            add_joinable(&j, spawn(&r, 1));
+            add_joinable(spawn(&r, 1));
         stress_add_u64(&bursts, 1);
     }
-    reap(&j, 1);
     lull_thread_detach();
     return NULL;
 }
@@ -469,8 +494,9 @@ int main(int argc, char **argv)
     t = NULL;
 
     double t0 = stress_now();
-    pthread_t spawner, helper, burster, collector;
-    if (pthread_create(&helper, NULL, helper_main, NULL) || pthread_create(&spawner, NULL, spawner_main, NULL) ||
+    pthread_t spawner, helper, burster, collector, reaper;
+    if (pthread_create(&reaper, NULL, reaper_main, NULL) ||
+        pthread_create(&helper, NULL, helper_main, NULL) || pthread_create(&spawner, NULL, spawner_main, NULL) ||
         pthread_create(&burster, NULL, burst_main, NULL) || pthread_create(&collector, NULL, collector_main, NULL))
         stress_fail("pthread_create failed");
 
@@ -497,6 +523,8 @@ int main(int argc, char **argv)
     pthread_join(collector, NULL);
     sem_post(&helper_go);
     pthread_join(helper, NULL);
+    __atomic_store_n(&spawning_done, 1, __ATOMIC_RELEASE);
+    pthread_join(reaper, NULL);
     /* Detached workers: wait until every one is past lull's destructor. */
     double deadline = stress_now() + 60;
     while (__atomic_load_n(&live_workers, __ATOMIC_ACQUIRE) != 0) {
@@ -516,6 +544,9 @@ int main(int argc, char **argv)
                     published, retired_verified, after);
     if (spawned != finished)
         stress_fail("%" PRIu64 " workers spawned, %" PRIu64 " finished", spawned, finished);
+    uint64_t joinable = kind_count[W_JOIN_DETACH] + kind_count[W_JOIN_EXIT_ATTACHED] + kind_count[W_NEVER_ATTACHED];
+    if (joined != joinable)
+        stress_fail("%" PRIu64 " joinable workers spawned, %" PRIu64 " joined", joinable, joined);
     double elapsed = stress_now() - t0;
 
     lull_stats s;
@@ -523,12 +554,13 @@ int main(int argc, char **argv)
     printf("stress_churn: OK seed %" PRIu64 " %.1f s: threads %" PRIu64 " (", stress_seed, elapsed, spawned);
     for (int k = 0; k < 5; k++)
         printf("%s%s %" PRIu64, k ? ", " : "", kind_names[k], kind_count[k]);
-    printf("; %" PRIu64 " exited attached, %" PRIu64 " via pthread_exit, %" PRIu64 " re-attached) bursts %" PRIu64
+    printf("; %" PRIu64 " joined, %" PRIu64 " exited attached, %" PRIu64 " via pthread_exit, %" PRIu64
+           " re-attached) bursts %" PRIu64
            " (%" PRIu64 " threads, %" PRIu64 " attached while a collection was under way); chains published %"
            PRIu64 " all verified (%" PRIu64 " on retirement, %zu at the end), %" PRIu64 " read by workers, "
            "objects %" PRIu64 "; collections %" PRIu64 " (forced %" PRIu64 "+%" PRIu64 "), pauses %" PRIu64
            " max %.0f us\n",
-           exit_attached, pthread_exits, reattached, bursts, burst_workers, attached_during_collect, published,
+           joined, exit_attached, pthread_exits, reattached, bursts, burst_workers, attached_during_collect, published,
            retired_verified, after, chains_read, objects_made, s.collections_major + s.collections_minor,
            forced_collections, helper_collections, s.pauses, s.pause_max_ns / 1e3);
 
