@@ -113,10 +113,7 @@ static uint32_t take_block(void)
         empty_count--;
         return idx;
     }
-    uint32_t idx = lull_space_alloc(1);
-    if (idx == LULL_NO_BLOCK)
-        return idx;
-    return idx;
+    return lull_space_alloc(1);
 }
 
 bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls)

@@ -26,7 +26,7 @@ void lull_roots_reset(void)
     nroots = cap = 0;
 }
 
-static int add(void *start, size_t size, bool precise, const char *fn)
+static int add(void *start, size_t size, bool precise)
 {
     if (!lull_is_initialised())
         return -EPERM;
@@ -34,7 +34,6 @@ static int add(void *start, size_t size, bool precise, const char *fn)
         return -EINVAL;
     if ((uintptr_t)start + size < (uintptr_t)start)
         return -EINVAL;
-    (void)fn;
     lull_gc_lock();
     for (size_t i = 0; i < nroots; i++)
         if (roots[i].start == start) {
@@ -58,7 +57,7 @@ static int add(void *start, size_t size, bool precise, const char *fn)
 
 int lull_root_add(void *start, size_t size)
 {
-    return add(start, size, false, "lull_root_add");
+    return add(start, size, false);
 }
 
 int lull_root_add_refs(void **refs, size_t count)
@@ -67,7 +66,7 @@ int lull_root_add_refs(void **refs, size_t count)
         return -EINVAL;
     if ((uintptr_t)refs % sizeof(void *))
         return -EINVAL;
-    return add(refs, count * sizeof(void *), true, "lull_root_add_refs");
+    return add(refs, count * sizeof(void *), true);
 }
 
 void lull_root_remove(void *start)
