@@ -1,18 +1,40 @@
 #include "stw.h"
 
 #include <errno.h>
-#include <semaphore.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "util.h"
 
 static atomic_ulong world_epoch;     /* even: running; odd: stopped */
-static sem_t ack_sem;
+/* Acknowledgements, counted; the stopper sleeps on it as a futex. */
+static atomic_uint acks;
+#if LULL_TSAN
+/* Bumped at each restart; stopped threads sleep on it as a futex. */
+static atomic_uint restarts;
+#endif
 static int sig_suspend, sig_restart;
 static struct sigaction old_suspend, old_restart;
 static bool installed;
+
+/* Raw futex system calls: syscall(2) is not intercepted by the sanitizers,
+ * unlike sem_post, sem_timedwait, clock_gettime and sigaltstack (see the
+ * ThreadSanitizer note in suspend_here). `ns` < 0 waits without a limit. */
+static long futex_wait(atomic_uint *word, unsigned expected, long ns)
+{
+    struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+    return syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, ns < 0 ? NULL : &ts, NULL, 0);
+}
+
+static void futex_wake(atomic_uint *word, int n)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
 
 /* The body shared by the signal handler and a thread leaving a critical
  * region. `frame` is the lowest address of the thread's live stack: every
@@ -30,34 +52,33 @@ static void suspend_here(lull_thread *t, uintptr_t frame)
          * SA_ONSTACK handler): scan that stack from here, and the whole
          * thread stack, since where it was interrupted is unknown. */
         stack_t ss;
-        if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
+        if (syscall(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
             t->alt_lo = frame;
             t->alt_hi = (uintptr_t)ss.ss_sp + ss.ss_size;
         }
         t->stop_sp = t->stack_lo;
     }
     atomic_store_explicit(&t->suspended_epoch, e, memory_order_release);
-    sem_post(&ack_sem);
+    atomic_fetch_add_explicit(&acks, 1, memory_order_release);
+    futex_wake(&acks, 1);
 #if LULL_TSAN
-    /* ThreadSanitizer runs a deferred handler with every signal blocked and
-     * restores the thread's mask afterwards from one per-thread slot; a
-     * restart signal taken inside our sigsuspend is processed as a nested
-     * deferred signal that overwrites that slot, and the thread is left
-     * with the suspend signal blocked for good. So under TSan the restart
-     * comes through a semaphore. TSan still runs a handler synchronously
-     * inside a blocking call: the suspend signal of a later pause can nest
-     * here and take this wait's post, after which glibc's sem_wait sleeps
-     * on without returning. Waiting in short slices that re-check the
-     * epoch bounds that to a millisecond. */
-    while (atomic_load_explicit(&world_epoch, memory_order_acquire) == e) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 1000000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_nsec -= 1000000000L;
-            ts.tv_sec++;
-        }
-        sem_timedwait(&t->resume_sem, &ts);
+    /* ThreadSanitizer defers a signal that arrives outside a blocking call
+     * and runs the handler later, from one of its interceptors, with every
+     * signal blocked; it restores the thread's mask afterwards from a single
+     * per-thread slot. If the handler itself enters an interceptor while
+     * another deferred signal is flagged (one that arrived just as the
+     * processing began is enough), TSan processes it there, nested, and the
+     * nested pass overwrites the slot with the all-blocked mask: the thread
+     * is left with every signal blocked for good, and the next pause waits
+     * forever (stress_signals found this). Restarting with a signal inside
+     * sigsuspend nests the same way. So under TSan this handler enters no
+     * interceptor at all: acknowledgement and restart go through futexes
+     * with raw system calls, and the epoch is re-checked after every wake. */
+    for (;;) {
+        unsigned seen = atomic_load_explicit(&restarts, memory_order_acquire);
+        if (atomic_load_explicit(&world_epoch, memory_order_acquire) != e)
+            break;
+        futex_wait(&restarts, seen, -1);
     }
 #else
     sigset_t wait_mask;
@@ -103,8 +124,6 @@ int lull_stw_install(int suspend_signal, int restart_signal)
 {
     sig_suspend = suspend_signal;
     sig_restart = restart_signal;
-    if (sem_init(&ack_sem, 0, 0) != 0)
-        return -errno;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = suspend_handler;
@@ -138,7 +157,6 @@ void lull_stw_uninstall(void)
         return;
     sigaction(sig_suspend, &old_suspend, NULL);
     sigaction(sig_restart, &old_restart, NULL);
-    sem_destroy(&ack_sem);
     installed = false;
 }
 
@@ -149,6 +167,10 @@ static bool acked(lull_thread *t, unsigned long e)
 
 void lull_stw_stop(lull_thread *self)
 {
+    /* Every thread acknowledges an epoch once (suspend_here returns at once
+     * for an epoch it has acknowledged), and no thread can acknowledge an
+     * earlier one any more: each stop waited for all of its acks. */
+    unsigned base = atomic_load_explicit(&acks, memory_order_acquire);
     unsigned long e = atomic_load_explicit(&world_epoch, memory_order_relaxed) + 1;
     atomic_store_explicit(&world_epoch, e, memory_order_release);
     unsigned want = 0;
@@ -160,34 +182,26 @@ void lull_stw_stop(lull_thread *self)
         if (r != 0)
             lull_fatal("lull_collect", "cannot signal attached thread: %s", strerror(r));
     }
-    unsigned got = 0;
     long wait_ns = 1000000;       /* 1 ms, doubling up to 100 ms */
     uint64_t started = lull_now_ns(), warned = started;
-    while (got < want) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += wait_ns;
-        while (ts.tv_nsec >= 1000000000L) {
-            ts.tv_nsec -= 1000000000L;
-            ts.tv_sec++;
-        }
-        if (sem_timedwait(&ack_sem, &ts) == 0) {
-            got++;
-            continue;
-        }
-        if (errno == EINTR)
-            continue;
-        /* Timed out: signal again every thread that has not answered. */
+    for (;;) {
+        unsigned now = atomic_load_explicit(&acks, memory_order_acquire);
+        if (now - base >= want)
+            break;
+        if (futex_wait(&acks, now, wait_ns) == 0 || errno != ETIMEDOUT)
+            continue;             /* woken, changed meanwhile, or EINTR */
+        /* No answer for a while: signal again every thread that has not
+         * answered. */
         for (lull_thread *t = lull_threads_first(); t; t = t->next)
             if (t != self && !acked(t, e))
                 pthread_kill(t->pthread, sig_suspend);
         if (wait_ns < 100000000L)
             wait_ns *= 2;
-        uint64_t now = lull_now_ns();
-        if (now - warned > 5000000000ull) {
-            warned = now;
+        uint64_t t_now = lull_now_ns();
+        if (t_now - warned > 5000000000ull) {
+            warned = t_now;
             lull_warn("lull_collect", "%u of %u threads have not stopped after %.1f s; still waiting",
-                      want - got, want, (double)(now - started) / 1e9);
+                      want - (now - base), want, (double)(t_now - started) / 1e9);
         }
     }
 }
@@ -199,10 +213,12 @@ void lull_stw_restart(lull_thread *self)
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
         if (t == self)
             continue;
-#if LULL_TSAN
-        sem_post(&t->resume_sem);
-#else
+#if !LULL_TSAN
         pthread_kill(t->pthread, sig_restart);
 #endif
     }
+#if LULL_TSAN
+    atomic_fetch_add_explicit(&restarts, 1, memory_order_release);
+    futex_wake(&restarts, INT_MAX);
+#endif
 }

@@ -3,8 +3,9 @@
  * Handshake (never trust a single signal):
  *   stop:    world_epoch becomes odd; every other attached thread gets the
  *            suspend signal. Its handler records where its live stack
- *            begins, publishes suspended_epoch = world_epoch, posts the ack
- *            semaphore and waits in sigsuspend until world_epoch changes.
+ *            begins, publishes suspended_epoch = world_epoch, bumps the ack
+ *            counter (a futex) and waits in sigsuspend until world_epoch
+ *            changes (under ThreadSanitizer: on a futex, see stw.c).
  *            The stopper counts acks; a thread that has not answered after
  *            a while is signalled again (duplicate signals are harmless:
  *            a handler that finds its epoch already acknowledged, or the

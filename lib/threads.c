@@ -76,7 +76,6 @@ void lull_threads_after_fork_child(void)
             continue;
         allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
         lull_major_drop_caches(&t->caches);
-        sem_destroy(&t->resume_sem);
         free(t);
     }
     registry = self;
@@ -98,7 +97,6 @@ int lull_threads_attach(void)
         return -ENOMEM;
     }
     t->pthread = pthread_self();
-    sem_init(&t->resume_sem, 0, 0);
     lull_gc_lock();
     t->next = registry;
     if (registry)
@@ -126,6 +124,5 @@ void lull_threads_detach(void)
     lull_thread_self = NULL;
     lull_gc_unlock();
     pthread_setspecific(exit_key, NULL);
-    sem_destroy(&t->resume_sem);
     free(t);
 }

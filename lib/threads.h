@@ -14,7 +14,6 @@
 #define LULL_THREADS_H
 
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -31,7 +30,6 @@ typedef struct lull_thread {
     volatile sig_atomic_t pending_suspend;
     uintptr_t stop_sp;                   /* lowest live stack address when stopped */
     uintptr_t alt_lo, alt_hi;            /* alternate signal stack, if stopped on one */
-    sem_t     resume_sem;                /* ThreadSanitizer builds: restart without a signal */
     /* allocation */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
