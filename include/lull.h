@@ -191,6 +191,24 @@ typedef struct lull_stats {
 /* Fill *stats. Before lull_init every field is 0. */
 void lull_get_stats(lull_stats *stats);
 
+/* One stop-the-world pause, as reported to the pause hook. */
+typedef struct lull_pause_event {
+    int      generation;     /* LULL_GEN_NURSERY or LULL_GEN_MAJOR */
+    uint64_t collection;     /* collections (minor + major) so far, this one included */
+    uint64_t start_ns;       /* CLOCK_MONOTONIC when stopping began */
+    uint64_t duration_ns;    /* until the last thread may run again; as counted in lull_stats */
+} lull_pause_event;
+
+typedef void (*lull_pause_hook)(const lull_pause_event *event, void *data);
+
+/* Call `hook(event, data)` after every pause, from the thread that ran the
+ * collection, once the world runs again, while lull's collection lock is
+ * still held: the hook must not allocate from lull or call other lull
+ * functions, and should return quickly (record the event, nothing more).
+ * NULL removes the hook. Only one hook is installed at a time; lull_shutdown
+ * removes it. Calling before lull_init is misuse (abort). */
+void lull_set_pause_hook(lull_pause_hook hook, void *data);
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,8 +60,23 @@ void lull_gc_unlock(void)
     sem_post(&gc_lock);
 }
 
+static lull_pause_hook pause_hook;     /* gc lock */
+static void *pause_hook_data;
+
+void lull_set_pause_hook(lull_pause_hook hook, void *data)
+{
+    if (!lull_is_initialised())
+        lull_fatal("lull_set_pause_hook", "lull is not initialised (call lull_init first)");
+    lull_gc_lock();
+    pause_hook = hook;
+    pause_hook_data = data;
+    lull_gc_unlock();
+}
+
 void lull_collect_init(void)
 {
+    pause_hook = NULL;
+    pause_hook_data = NULL;
     allocated_since = 0;
     allowance = MIN_ALLOWANCE;
     ncollections = 0;
@@ -136,6 +151,11 @@ void lull_collect_locked(int generation, const char *reason)
 
     lull_stats_record_pause(LULL_PAUSE_MAJOR, pause);
     lull_stats_record_collection(LULL_PAUSE_MAJOR, 1, live);
+    if (pause_hook) {
+        lull_pause_event ev = { .generation = LULL_GEN_MAJOR, .collection = ncollections,
+                                .start_ns = t0, .duration_ns = pause };
+        pause_hook(&ev, pause_hook_data);
+    }
     if (lull_cfg.log)
         fprintf(stderr, "lull: collection %llu (%s%s): pause %.3f ms, live %.1f MiB, heap %.1f MiB%s\n",
                 (unsigned long long)ncollections, reason,

@@ -134,6 +134,7 @@ static void length_of_malloc(void)
 }
 
 static void collect_before_init(void) { lull_collect(LULL_GEN_MAJOR); }
+static void pause_hook_before_init(void) { lull_set_pause_hook(NULL, NULL); }
 
 static void collect_bad_generation(void)
 {
@@ -275,6 +276,7 @@ int main(void)
     expect_abort("lull_array_length on a non-array", length_of_non_array, "lull_array_length");
     expect_abort("lull_array_length on malloc'd memory", length_of_malloc, "lull_array_length");
     expect_abort("lull_collect before lull_init", collect_before_init, "lull_collect");
+    expect_abort("lull_set_pause_hook before lull_init", pause_hook_before_init, "lull_set_pause_hook");
     expect_abort("lull_collect(7)", collect_bad_generation, "lull_collect");
     expect_abort("lull_shutdown with a thread attached", shutdown_with_attached_thread, "lull_shutdown");
     expect_abort("lull_get_stats(NULL)", stats_null, "lull_get_stats");
