@@ -3,6 +3,7 @@
  * while the collector stops the world with its signals.
  *
  *   stress_signals [--seconds N] [--seed S] [--default-seconds N] [-v]
+ *                  [--app-signals | --no-app-signals]
  *
  * Seconds: --seconds, else LULL_STRESS_SECONDS, else --default-seconds (10).
  *
@@ -38,6 +39,19 @@
  * blocked; SIGALRM arrives; every object held on a stack stays intact;
  * lull's suspend and restart handlers carry SA_RESTART, and lull_shutdown
  * puts back the handlers that were there before lull_init.
+ *
+ * Under ThreadSanitizer the second phase (the kicker's signals and the
+ * timer) is off unless --app-signals asks for it: clang 14's TSan can leave
+ * a thread that takes asynchronous signals with every signal blocked. Its
+ * deferred-signal processing blocks all signals and restores the thread's
+ * mask from a single slot, which a nested pass overwrites
+ * (google/sanitizers#1855, fixed in LLVM 21 by llvm-project#138599). The
+ * mask found stuck in 2 of 27 ten-second runs was exactly the one that
+ * processing sets (every signal but glibc's 32 and 33), never set by lull
+ * or this program; with the phase off, 0 of 20. lull's own handler enters
+ * no interceptor (lib/stw.c), but a thread of an application whose signals
+ * trip the TSan bug cannot be stopped any more, so the phase cannot run
+ * reliably there. Every other check runs under TSan as elsewhere.
  *
  * ThreadSanitizer delivers a signal to a blocked thread only inside the
  * calls it treats as blocking: nanosleep, usleep, sleep, sem_wait,
@@ -109,6 +123,17 @@ static int stop;                     /* atomic: every thread but the kicker ends
 static int stop_kicks;               /* atomic: the kicker ends, once all it sent is handled */
 static int phase2;                   /* atomic: application signals on */
 static int sig_suspend = SIGPWR, sig_restart = SIGXCPU;
+static int app_signals = !STRESS_TSAN;  /* run the second phase (header comment) */
+
+static int own_option(const char *a, const char *v)
+{
+    (void)v;
+    if (!strcmp(a, "--app-signals"))
+        return app_signals = 1;
+    if (!strcmp(a, "--no-app-signals"))
+        return !(app_signals = 0);
+    return 0;
+}
 
 /* EINTR and other outcomes, per call and phase. */
 enum call { C_NANOSLEEP, C_READ, C_WRITE, C_CONDWAIT, C_SEMWAIT, C_SEMTIMEDWAIT, C_POLL, C_EPOLL, C_SELECT, NCALLS };
@@ -682,10 +707,11 @@ static void read_lull_signals(void)
 
 int main(int argc, char **argv)
 {
-    stress_parse_args("stress_signals", argc, argv, 10, NULL, NULL);
+    stress_parse_args("stress_signals", argc, argv, 10, own_option, "[--app-signals | --no-app-signals]");
     read_lull_signals();
-    printf("stress_signals: seed %" PRIu64 ", %.1f s, LULL_GC_PARAMS='%s' LULL_GC_DEBUG='%s'\n", stress_seed,
-           stress_seconds, stress_env("LULL_GC_PARAMS"), stress_env("LULL_GC_DEBUG"));
+    printf("stress_signals: seed %" PRIu64 ", %.1f s, LULL_GC_PARAMS='%s' LULL_GC_DEBUG='%s'%s\n", stress_seed,
+           stress_seconds, stress_env("LULL_GC_PARAMS"), stress_env("LULL_GC_DEBUG"),
+           app_signals ? "" : ", application signals off (ThreadSanitizer; --app-signals turns them on)");
     fflush(stdout);
 
     install(SIGSEGV, on_segv, NULL, SA_ONSTACK);
@@ -740,14 +766,14 @@ int main(int argc, char **argv)
 
     struct held h = { { 0 }, { 0 } };
     while (stress_now() - t0 < stress_seconds) {
-        if (!phase2 && stress_now() - t0 >= 0.4 * stress_seconds) {
+        if (app_signals && !phase2 && stress_now() - t0 >= 0.4 * stress_seconds) {
             __atomic_store_n(&phase2, 1, __ATOMIC_RELAXED);
             set_timer(2000);
         }
         touch_objects(&ths[R_MAIN], &h, "main");
         stress_sleep_ns(5000000);
     }
-    double phase2_s = stress_seconds * 0.6;
+    double phase2_s = app_signals ? stress_seconds * 0.6 : 0;
     set_timer(0);
     /* The kicker first: it ends once every signal it sent was handled, by
      * threads that are all still running. */
@@ -795,7 +821,7 @@ int main(int argc, char **argv)
      * on the alternate one: only without TSan is SA_ONSTACK a promise. */
     if (alt_bad && !STRESS_TSAN)
         stress_fail("%" PRIu64 " SIGUSR2 handlers did not run on the alternate signal stack", alt_bad);
-    if (faults == 0 || sent == 0 || alarms_total == 0 || cond_wakeups == 0)
+    if (faults == 0 || (app_signals && (sent == 0 || alarms_total == 0)) || cond_wakeups == 0)
         stress_fail("too little happened: %" PRIu64 " faults, %" PRIu64 " signals sent, %" PRIu64 " alarms, %"
                     PRIu64 " cond wakeups", faults, sent, alarms_total, cond_wakeups);
     lull_collect(LULL_GEN_MAJOR);
