@@ -97,6 +97,57 @@ void  *lull_alloc_pinned(const lull_type *type);
 /* The length stored in an array object's header. */
 size_t lull_array_length(const void *array);
 
+/* Internal: the inline allocation fast path. Not part of the API.
+ *
+ * Each attached thread bump-allocates small objects from its thread-local
+ * allocation buffer (TLAB) in the nursery: [next, end) is zeroed memory
+ * only this thread uses. The header is written first and `next` advanced
+ * last, so a thread stopped in between has allocated nothing yet (the
+ * collector keeps the buffer's unused tail for the thread). `type_ok` is
+ * the last type this thread's slow path validated (LULL__NO_TYPE, which
+ * matches no pointer a caller passes, NULL included, when there is none):
+ * other types, full buffers, detached threads (next = end = NULL) and
+ * objects over LULL__TLAB_MAX_OBJECT take the out-of-line path, which
+ * checks them. */
+typedef struct lull__tlab {
+    char       *next;
+    char       *end;
+    const void *type_ok;    /* validated for lull_alloc */
+    const void *array_ok;   /* validated for lull_alloc_array */
+} lull__tlab_t;
+extern __thread lull__tlab_t lull__tlab __attribute__((tls_model("initial-exec")));
+#define LULL__TLAB_MAX_OBJECT 2048u
+#define LULL__NO_TYPE ((const void *)1)
+void *lull__alloc_slow(const lull_type *type, size_t length, int array);
+
+static inline void *lull__alloc_inline(const lull_type *type, size_t length, int array)
+{
+    lull__tlab_t *tl = &lull__tlab;
+    if (__builtin_expect(type == (array ? tl->array_ok : tl->type_ok), 1)) {
+        /* `type` is a checked type, its size and elem_size at most
+         * LULL__TLAB_MAX_OBJECT: nothing below overflows. */
+        size_t bytes = type->size;
+        if (array)
+            bytes = length < LULL__TLAB_MAX_OBJECT ? bytes + length * type->elem_size : (size_t)-1;
+        size_t sz = (bytes + 15) & ~(size_t)15;
+        char *p = tl->next;
+        if (__builtin_expect(bytes <= LULL__TLAB_MAX_OBJECT && sz <= (size_t)(tl->end - p), 1)) {
+            if (array)
+                ((size_t *)p)[1] = length;
+            *(const lull_type **)p = type;
+            __asm__ __volatile__("" : : : "memory");
+            tl->next = p + sz;
+            return p;
+        }
+    }
+    return lull__alloc_slow(type, length, array);
+}
+
+/* lull_alloc and lull_alloc_array are also real functions (their address
+ * can be taken); calls go through the inline fast path. */
+#define lull_alloc(type) lull__alloc_inline((type), 0, 0)
+#define lull_alloc_array(type, length) lull__alloc_inline((type), (length), 1)
+
 /* The type an object was allocated with. */
 const lull_type *lull_type_of(const void *obj);
 
@@ -186,6 +237,11 @@ typedef struct lull_stats {
     uint64_t bytes_allocated;         /* since lull_init */
     uint64_t heap_bytes;              /* memory the heap holds now */
     uint64_t live_bytes_after_major;  /* live bytes found by the last major */
+    /* The pauses above, split by kind (additions to API.md). */
+    uint64_t pauses_minor;            /* pauses of minor (nursery) collections */
+    uint64_t pause_minor_max_ns, pause_minor_p50_ns, pause_minor_p99_ns;
+    uint64_t pauses_major;            /* pauses of major collections */
+    uint64_t pause_major_max_ns, pause_major_p50_ns, pause_major_p99_ns;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

@@ -1,19 +1,30 @@
 /* alloc.c — the allocation entry points.
  *
- * Fast path: pop a slot from the thread's free list for (pointer-free?,
- * size class), zero it, write the header. It runs inside a critical region
- * (threads.h) so the world is never stopped between taking the slot and
- * writing the header. Slow path, with the gc lock: collect if the
- * allowance is used up, refill the free list or allocate a large object,
- * and on failure collect, release empty blocks and try once more. */
+ * Small objects (up to LULL__TLAB_MAX_OBJECT bytes) are bump-allocated in
+ * the nursery from the thread's TLAB by the inline fast path in lull.h.
+ * lull__alloc_slow checks the type (and caches it for the fast path),
+ * allocates from the TLAB, and refills it from the nursery's fragments
+ * under the gc lock; an exhausted nursery means a minor collection (a major
+ * one when the major heap's allowance is used up).
+ *
+ * Bigger objects and lull_alloc_pinned go to the major heap: pop a slot
+ * from the thread's free list for (pointer-free?, size class), zero it,
+ * write the header, inside a critical region (threads.h) so the world is
+ * never stopped between taking the slot and writing the header. Its slow
+ * path, with the gc lock: collect if the allowance is used up, refill the
+ * free list or allocate a large object, and on failure collect, release
+ * empty blocks and try once more. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "collect.h"
 #include "heap.h"
+#include "nursery.h"
 #include "threads.h"
 #include "util.h"
+
+__thread lull__tlab_t lull__tlab = { NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE };
 
 static atomic_ulong debug_alloc_count;
 
@@ -108,20 +119,21 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
     return p ? (void *)p : fail_enomem();
 }
 
+/* LULL_GC_DEBUG=collect-every=N: a collection every N allocations, every
+ * fourth of them a major. (The fast path never caches a type then, so every
+ * allocation comes here.) */
 static void debug_collect_every(void)
 {
     unsigned long n = atomic_fetch_add_explicit(&debug_alloc_count, 1, memory_order_relaxed) + 1;
     if (n % lull_cfg.collect_every == 0) {
         lull_gc_lock();
-        lull_collect_locked(LULL_GEN_MAJOR, "collect-every");
+        lull_collect_locked((n / lull_cfg.collect_every) % 4 ? LULL_GEN_NURSERY : LULL_GEN_MAJOR, "collect-every");
         lull_gc_unlock();
     }
 }
 
 static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t bytes, size_t length)
 {
-    if (LULL_UNLIKELY(lull_cfg.collect_every))
-        debug_collect_every();
     if (LULL_LIKELY(bytes <= LULL_MAX_SMALL)) {
         lull_alloc_cache *c = &t->caches.c[lull_type_has_refs(type)][lull_size_class(bytes)];
         lull_enter_critical(t);
@@ -143,31 +155,87 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
     return alloc_slow(t, type, bytes, length);
 }
 
-void *lull_alloc(const lull_type *type)
+/* Bump-allocate from the thread's TLAB, refilling it (and collecting when
+ * the nursery is exhausted). NULL: the nursery has no room even after a
+ * collection (everything in it pinned); the caller goes to the major heap. */
+static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, size_t length, bool array)
 {
-    lull_thread *t = attached_self("lull_alloc");
-    check_type("lull_alloc", type, false);
-    return alloc_common(t, type, type->size, 0);
+    lull__tlab_t *tl = t->tlab;
+    size_t sz = lull_align_up(bytes, LULL_GRANULE);
+    for (int attempt = 0;; attempt++) {
+        char *p = tl->next;
+        if (sz <= (size_t)(tl->end - p)) {
+            /* The same protocol as the inline fast path (lull.h). */
+            if (array)
+                ((size_t *)p)[1] = length;
+            *(const lull_type **)p = type;
+            __asm__ __volatile__("" : : : "memory");
+            tl->next = p + sz;
+            return p;
+        }
+        if (attempt == 2)
+            return NULL;
+        lull_gc_lock();
+        if (lull_collect_due())
+            lull_collect_locked(LULL_GEN_MAJOR, "allowance used up");
+        if (!lull_nursery_refill(t, sz)) {
+            lull_collect_locked(lull_collect_due() ? LULL_GEN_MAJOR : LULL_GEN_NURSERY, "nursery full");
+            if (!lull_nursery_refill(t, sz)) {
+                lull_gc_unlock();
+                return NULL;
+            }
+        }
+        lull_gc_unlock();
+    }
+}
+
+void *lull__alloc_slow(const lull_type *type, size_t length, int array)
+{
+    const char *fn = array ? "lull_alloc_array" : "lull_alloc";
+    lull_thread *t = attached_self(fn);
+    check_type(fn, type, array);
+    size_t bytes = type->size;
+    if (array) {
+        if (length > (SIZE_MAX - type->size) / type->elem_size)
+            return fail_enomem();
+        bytes += length * type->elem_size;
+        if (bytes > lull_heap_g.reserve || (lull_cfg.max_heap_size && bytes > lull_cfg.max_heap_size))
+            return fail_enomem();
+    }
+    if (LULL_UNLIKELY(lull_cfg.collect_every))
+        debug_collect_every();
+    else if (type->size <= LULL__TLAB_MAX_OBJECT && (!array || type->elem_size <= LULL__TLAB_MAX_OBJECT)) {
+        /* Checked: later allocations of this type take the fast path. */
+        if (array)
+            t->tlab->array_ok = type;
+        else
+            t->tlab->type_ok = type;
+    }
+    if (bytes <= LULL__TLAB_MAX_OBJECT) {
+        void *p = tlab_alloc(t, type, bytes, length, array);
+        if (p)
+            return p;
+    }
+    return alloc_common(t, type, bytes, array ? length : 0);
+}
+
+/* The real functions behind lull.h's macros of the same name. */
+void *(lull_alloc)(const lull_type *type)
+{
+    return lull__alloc_inline(type, 0, 0);
+}
+
+void *(lull_alloc_array)(const lull_type *type, size_t length)
+{
+    return lull__alloc_inline(type, length, 1);
 }
 
 void *lull_alloc_pinned(const lull_type *type)
 {
-    /* Nothing moves yet: every object is pinned. */
+    /* Straight into the major heap, which never moves objects. */
     lull_thread *t = attached_self("lull_alloc_pinned");
     check_type("lull_alloc_pinned", type, false);
     return alloc_common(t, type, type->size, 0);
-}
-
-void *lull_alloc_array(const lull_type *type, size_t length)
-{
-    lull_thread *t = attached_self("lull_alloc_array");
-    check_type("lull_alloc_array", type, true);
-    if (length > (SIZE_MAX - type->size) / type->elem_size)
-        return fail_enomem();
-    size_t bytes = type->size + length * type->elem_size;
-    if (bytes > lull_heap_g.reserve || (lull_cfg.max_heap_size && bytes > lull_cfg.max_heap_size))
-        return fail_enomem();
-    return alloc_common(t, type, bytes, length);
 }
 
 static uintptr_t object_header(const char *fn, const void *obj)

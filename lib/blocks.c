@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "heap.h"
+#include "nursery.h"
 #include "os.h"
 #include "util.h"
 
@@ -34,12 +35,17 @@ void lull_space_set_limit(size_t bytes)
 
 int lull_space_init(size_t reserve)
 {
+    return lull_space_init_aligned(reserve, LULL_BLOCK_SIZE);
+}
+
+int lull_space_init_aligned(size_t reserve, size_t align)
+{
     lull_heap *h = &lull_heap_g;
     memset(h, 0, sizeof *h);
     void *base = NULL;
     /* Ask for `reserve`, settle for less on systems that refuse it. */
     while (reserve >= ((size_t)256 << 20)) {
-        base = lull_os_reserve(reserve, LULL_BLOCK_SIZE);
+        base = lull_os_reserve(reserve, align < LULL_BLOCK_SIZE ? LULL_BLOCK_SIZE : align);
         if (base)
             break;
         reserve /= 2;
@@ -206,6 +212,16 @@ void lull_mark_clear_blocks(uint32_t idx, uint32_t n)
            (size_t)n * words_per_block * sizeof(uint64_t));
 }
 
+static void (*each_marked_fn)(uintptr_t obj);
+static bool each_marked_refs_only;
+
+static void each_marked_nursery(uintptr_t obj)
+{
+    if (lull_is_marked(obj) &&
+        (!each_marked_refs_only || lull_type_has_refs(lull_header_type(*(uintptr_t *)obj))))
+        each_marked_fn(obj);
+}
+
 void lull_heap_each_marked(bool refs_only, void (*fn)(uintptr_t obj))
 {
     for (uint32_t i = 0; i < lull_frontier(); i++) {
@@ -222,6 +238,9 @@ void lull_heap_each_marked(bool refs_only, void (*fn)(uintptr_t obj))
             fn(base);
         }
     }
+    each_marked_fn = fn;
+    each_marked_refs_only = refs_only;
+    lull_nursery_each_object(each_marked_nursery);
 }
 
 size_t lull_object_footprint(uintptr_t obj)
@@ -229,6 +248,8 @@ size_t lull_object_footprint(uintptr_t obj)
     lull_block *b = lull_block_of(obj);
     if (b->state == LULL_BLOCK_SMALL)
         return lull_class_size[b->size_class];
+    if (b->state == LULL_BLOCK_NURSERY)
+        return lull_object_size(obj, lull_header_type(*(uintptr_t *)obj));
     return b->large_size;
 }
 

@@ -1,16 +1,22 @@
 /* collect.c — when to collect, and what a collection does, in order.
  *
- * Until the nursery and concurrent marking arrive, every collection is a
- * full stop-the-world mark-sweep of the major heap, run by the thread that
- * asked for it (an allocation that used up the allowance, lull_collect, or
- * the debug option collect-every).
+ * Two kinds, both run with the world stopped by the thread that asked for
+ * them (an allocation, lull_collect, or the debug option collect-every):
  *
- * Policy: after each collection the allowance is the live heap it found
- * (so the heap settles around twice its live size), at least 4 MiB. An
- * allocation that finds the allowance used up collects first. An
- * allocation that cannot get memory (max-heap-size, or the OS refusing)
- * collects, returns empty blocks to the block space and tries once more
- * before it reports ENOMEM. */
+ *   minor  (nursery.c) pin what conservative roots point at, copy every
+ *          other live nursery object into the major heap, update every
+ *          reference to it; the nursery's free space becomes fragments.
+ *   major  a minor, then a full mark of the major heap (the nursery's
+ *          pinned survivors included) and a sweep of it. Concurrent
+ *          marking comes later; until then every major is synchronous.
+ *
+ * Policy: a minor when the nursery is exhausted. The major heap's
+ * allowance is the live heap the last major found (so it settles around
+ * twice its live size), at least 4 MiB; promotion and direct allocation in
+ * the major heap use it up, and an allocation that finds it used up runs a
+ * major first. An allocation that cannot get memory (max-heap-size, or the
+ * OS refusing) runs a major, returns empty blocks to the block space and
+ * tries once more before it reports ENOMEM. */
 #include "collect.h"
 
 #include <pthread.h>
@@ -19,6 +25,7 @@
 
 #include "heap.h"
 #include "mark.h"
+#include "nursery.h"
 #include "probes.h"
 #include "roots.h"
 #include "stats.h"
@@ -105,6 +112,7 @@ uint64_t lull_collect_count(void)
 void lull_collect_locked(int generation, const char *reason)
 {
     lull_thread *self = lull_thread_self;
+    bool major = generation == LULL_GEN_MAJOR;
     uint64_t t0 = lull_now_ns();
 
     /* Stop: afterwards every other attached thread sits in the suspend
@@ -114,30 +122,39 @@ void lull_collect_locked(int generation, const char *reason)
     lull_stw_stop(self);
     LULL_PROBE1(world_stopped, lull_threads_count());
 
-    /* Retire the allocation caches: the slots they still hold are free
-     * (word 0 is 0) and the sweep re-lists them. */
-    uint64_t unused = 0;
-    for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        unused += lull_major_drop_caches(&t->caches);
-    lull_collect_note_unused(unused);
+    /* Minor: empty the nursery into the major heap. */
+    uint64_t promoted = lull_nursery_collect();
+    LULL_PROBE1(minor_end, promoted);
 
-    /* Mark: every mark bit is clear before; afterwards exactly the objects
-     * reachable from stacks, registers and registered roots are marked. */
-    lull_roots_mark_threads();
-    lull_roots_mark();
-    lull_mark_drain();
-    LULL_PROBE1(mark_end, lull_mark_overflows());
-    if (lull_cfg.verify)
-        lull_verify_marked();
+    uint64_t live = 0;
+    if (major) {
+        /* Retire the allocation caches: the slots they still hold are free
+         * (word 0 is 0) and the sweep re-lists them. */
+        uint64_t unused = 0;
+        for (lull_thread *t = lull_threads_first(); t; t = t->next)
+            unused += lull_major_drop_caches(&t->caches);
+        lull_collect_note_unused(unused);
 
-    /* Sweep: unmarked objects are freed, mark bits cleared again. Empty
-     * blocks kept long enough go back to the OS. */
-    uint64_t live = lull_major_sweep(lull_cfg.poison) + lull_los_sweep();
-    lull_major_release_empty(EMPTY_BLOCK_MAX_AGE);
-    LULL_PROBE1(sweep_end, live);
+        /* Mark: every mark bit is clear before; afterwards exactly the
+         * objects reachable from stacks, registers and registered roots are
+         * marked, the nursery's pinned survivors included. */
+        lull_roots_mark_threads();
+        lull_roots_mark();
+        lull_mark_drain();
+        LULL_PROBE1(mark_end, lull_mark_overflows());
+        if (lull_cfg.verify)
+            lull_verify_marked();
 
-    allocated_since = 0;
-    allowance = live > MIN_ALLOWANCE ? live : MIN_ALLOWANCE;
+        /* Sweep: unmarked objects are freed, mark bits cleared again. Empty
+         * blocks kept long enough go back to the OS. */
+        live = lull_major_sweep(lull_cfg.poison) + lull_los_sweep();
+        lull_nursery_after_major();
+        lull_major_release_empty(EMPTY_BLOCK_MAX_AGE);
+        LULL_PROBE1(sweep_end, live);
+
+        allocated_since = 0;
+        allowance = live > MIN_ALLOWANCE ? live : MIN_ALLOWANCE;
+    }
     ncollections++;
 
     lull_stw_restart(self);
@@ -149,20 +166,25 @@ void lull_collect_locked(int generation, const char *reason)
      * can allocate from them. */
     lull_space_release_pending();
 
-    lull_stats_record_pause(LULL_PAUSE_MAJOR, pause);
-    lull_stats_record_collection(LULL_PAUSE_MAJOR, 1, live);
+    enum lull_pause_kind kind = major ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
+    lull_stats_record_pause(kind, pause);
+    lull_stats_record_collection(kind, 1, live);
     if (pause_hook) {
-        lull_pause_event ev = { .generation = LULL_GEN_MAJOR, .collection = ncollections,
+        lull_pause_event ev = { .generation = generation, .collection = ncollections,
                                 .start_ns = t0, .duration_ns = pause };
         pause_hook(&ev, pause_hook_data);
     }
-    if (lull_cfg.log)
-        fprintf(stderr, "lull: collection %llu (%s%s): pause %.3f ms, live %.1f MiB, heap %.1f MiB%s\n",
-                (unsigned long long)ncollections, reason,
-                generation == LULL_GEN_NURSERY ? ", nursery request" : "",
-                (double)pause / 1e6, (double)live / 1048576.0,
-                (double)lull_heap_bytes_held() / 1048576.0,
-                lull_mark_overflows() ? " (mark stack overflowed)" : "");
+    if (lull_cfg.log) {
+        if (major)
+            fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB, live %.1f MiB, "
+                    "heap %.1f MiB%s\n", (unsigned long long)ncollections, reason, (double)pause / 1e6,
+                    (double)promoted / 1024.0, (double)live / 1048576.0,
+                    (double)lull_heap_bytes_held() / 1048576.0,
+                    lull_mark_overflows() ? " (mark stack overflowed)" : "");
+        else
+            fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB\n",
+                    (unsigned long long)ncollections, reason, (double)pause / 1e6, (double)promoted / 1024.0);
+    }
 }
 
 void lull_collect(int generation)

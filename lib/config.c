@@ -140,6 +140,9 @@ static int apply_debug(lull_config *c, const char *source, const char *key, cons
     if (!strcmp(key, "verify") && !val) c->verify = true;
     else if (!strcmp(key, "poison") && !val) c->poison = true;
     else if (!strcmp(key, "log") && !val) c->log = true;
+    else if (!strcmp(key, "check-cards") && !val) c->check_cards = true;
+    else if (!strcmp(key, "verify-nursery") && !val) c->verify_nursery = true;
+    else if (!strcmp(key, "clear-nursery") && !val) c->clear_nursery = true;
     else if (!strcmp(key, "collect-every")) {
         if (!val || parse_uint(val, ULONG_MAX, &u) || u == 0)
             return bad(source, key, val ? val : "", "expected a positive number");

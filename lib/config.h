@@ -29,6 +29,9 @@ typedef struct lull_config {
     unsigned long collect_every;  /* collect every N allocations; 0 = off */
     unsigned fail_mmap;           /* every Nth page request fails; 0 = off */
     unsigned long mark_stack_limit; /* grey-stack entries before overflow; 0 = no limit */
+    bool check_cards;             /* before each minor: old-to-young references have marked cards */
+    bool verify_nursery;          /* after each minor: nothing points into the evacuated nursery */
+    bool clear_nursery;           /* after each minor: poison the nursery's free fragments */
 } lull_config;
 
 /* Fill *cfg with defaults, then apply `params`, then LULL_GC_PARAMS, then

@@ -19,6 +19,8 @@
  *   LARGE_TAIL  another block of a large object; run_head finds the head
  *   RELEASING   freed during a pause, waiting to be given back to the OS
  *               once the world runs again (blocks.c)
+ *   NURSERY     part of the nursery (nursery.h): objects are found through
+ *               the nursery's log, not through the descriptor
  *
  * Transitions happen with the gc lock held (collect.h), never elsewhere.
  *
@@ -53,6 +55,7 @@ enum lull_block_state {
     LULL_BLOCK_LARGE_HEAD,
     LULL_BLOCK_LARGE_TAIL,
     LULL_BLOCK_RELEASING,
+    LULL_BLOCK_NURSERY,
 };
 
 typedef struct lull_block {
@@ -149,6 +152,8 @@ static inline const lull_type *lull_header_type(uintptr_t hdr)
     return (const lull_type *)(hdr & ~LULL_HDR_TAG_MASK);
 }
 
+uintptr_t lull_nursery_find(uintptr_t a, bool interior);
+
 /* The object containing address `a` (any interior address when `interior`,
  * else only its first byte), or 0 when `a` is not inside an allocated
  * object. Callers hold the gc lock or have stopped the world. */
@@ -180,6 +185,8 @@ static inline uintptr_t lull_find_object(uintptr_t a, bool interior)
         if (!interior && a != base)
             return 0;
         return a - base < b->large_size ? base : 0;
+    case LULL_BLOCK_NURSERY:
+        return lull_nursery_find(a, interior);
     default:
         return 0;
     }
@@ -200,6 +207,8 @@ size_t lull_object_footprint(uintptr_t obj);
 
 /* ---- the block space (blocks.c) ---- */
 int      lull_space_init(size_t reserve);
+/* The same, the range's start aligned to `align` (a power of two). */
+int      lull_space_init_aligned(size_t reserve, size_t align);
 void     lull_space_fini(void);
 /* A run of n blocks whose memory reads as zero, or LULL_NO_BLOCK when the
  * max-heap-size limit or the OS refuses. */

@@ -9,6 +9,7 @@
 
 #include "collect.h"
 #include "heap.h"
+#include "nursery.h"
 #include "mark.h"
 #include "os.h"
 #include "roots.h"
@@ -96,7 +97,10 @@ int lull_init(const char *params)
         if (want < reserve)
             reserve = want;
     }
-    if (lull_space_init(reserve) != 0) {
+    /* The nursery: a power of two at most a quarter of max-heap-size. */
+    while (cfg.max_heap_size && cfg.nursery_size > cfg.max_heap_size / 4 && cfg.nursery_size > ((size_t)64 << 10))
+        cfg.nursery_size /= 2;
+    if (lull_space_init_aligned(reserve, cfg.nursery_size) != 0) {
         pthread_mutex_unlock(&init_lock);
         lull_warn("lull_init", "cannot reserve %zu MiB of address space", reserve >> 20);
         return -ENOMEM;
@@ -110,6 +114,16 @@ int lull_init(const char *params)
     }
     lull_cfg = cfg;
     lull_space_set_limit(cfg.max_heap_size);
+    /* The nursery is committed once, here, before fail-mmap (which is for
+     * the heap's growth) takes effect. */
+    r = lull_nursery_init(cfg.nursery_size);
+    if (r) {
+        lull_stw_uninstall();
+        lull_space_fini();
+        pthread_mutex_unlock(&init_lock);
+        lull_warn("lull_init", "cannot set up the %zu KiB nursery", cfg.nursery_size >> 10);
+        return -ENOMEM;
+    }
     lull_os_set_fail_every(cfg.fail_mmap);
     lull_major_init();
     lull_mark_init(cfg.mark_stack_limit);
@@ -148,6 +162,7 @@ void lull_shutdown(void)
     lull_roots_reset();
     lull_mark_fini();
     lull_major_fini();
+    lull_nursery_fini();
     lull_space_fini();
     lull_os_set_fail_every(0);
     pthread_mutex_unlock(&init_lock);

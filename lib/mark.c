@@ -3,6 +3,7 @@
 #include <ck_stack.h>
 
 #include "heap.h"
+#include "nursery.h"
 #include "os.h"
 #include "tsan.h"
 #include "util.h"
@@ -32,6 +33,8 @@ static size_t section_cap = SECTION_CAP; /* entries used per section */
 static bool overflow;
 static unsigned long overflows;
 
+static void section_put(section *s);
+
 void lull_mark_init(unsigned long stack_limit_entries)
 {
     /* A debug limit smaller than a section shrinks the section too, so the
@@ -42,6 +45,14 @@ void lull_mark_init(unsigned long stack_limit_entries)
     sections_limit = stack_limit_entries ? (stack_limit_entries + section_cap - 1) / section_cap : 0;
     cur = NULL;
     overflow = false;
+    /* One section from the start, outside fault injection: a heap whose
+     * growth the OS refuses still marks depth-first without falling back to
+     * rescans (a long chain would take one rescan per link). */
+    section *first = lull_os_reserve_rw(SECTION_BYTES);
+    if (first) {
+        sections_live++;
+        section_put(first);
+    }
 }
 
 void lull_mark_fini(void)
@@ -119,13 +130,28 @@ static inline void mark_ref(uintptr_t v)
     } else if (b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0) {
         if (lull_mark_set(v) && lull_type_has_refs(lull_header_type(*(uintptr_t *)v)))
             push(v);
+    } else if (b->state == LULL_BLOCK_NURSERY) {
+        /* A survivor of the minor that began this major (pinned). */
+        if (lull_mark_set(v) && lull_type_has_refs(lull_header_type(*(uintptr_t *)v)))
+            push(v);
     }
+}
+
+/* A reference slot of a heap object. An old slot that points into the
+ * nursery gets its card marked: the remembered set is rebuilt by every
+ * major (cemented objects' cards were cleared). */
+static inline void mark_slot(uintptr_t *slot)
+{
+    uintptr_t v = *slot;
+    if (lull_in_nursery(v) && !lull_in_nursery((uintptr_t)slot))
+        lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT] = 1;
+    mark_ref(v);
 }
 
 static void visit(void **slot, void *ctx)
 {
     (void)ctx;
-    mark_ref((uintptr_t)*slot);
+    mark_slot((uintptr_t *)slot);
 }
 
 void lull_mark_precise_slot(void **slot)
@@ -136,21 +162,21 @@ void lull_mark_precise_slot(void **slot)
 /* Make a grey object black: grey its children. */
 static void scan_object(uintptr_t obj)
 {
-    const uintptr_t *w = (const uintptr_t *)obj;
+    uintptr_t *w = (uintptr_t *)obj;
     const lull_type *t = lull_header_type(w[0]);
     if (t->trace) {
         t->trace((void *)obj, visit, NULL);
         return;
     }
     for (uint64_t r = t->refs; r; r &= r - 1)
-        mark_ref(w[__builtin_ctzll(r)]);
+        mark_slot(&w[__builtin_ctzll(r)]);
     if (t->elem_size && t->elem_refs) {
         size_t n = w[1];
-        const char *e = (const char *)obj + t->size;
+        char *e = (char *)obj + t->size;
         for (size_t k = 0; k < n; k++, e += t->elem_size) {
-            const uintptr_t *ew = (const uintptr_t *)e;
+            uintptr_t *ew = (uintptr_t *)e;
             for (uint64_t r = t->elem_refs; r; r &= r - 1)
-                mark_ref(ew[__builtin_ctzll(r)]);
+                mark_slot(&ew[__builtin_ctzll(r)]);
         }
     }
 }

@@ -82,40 +82,51 @@ void lull_root_remove(void *start)
     lull_gc_unlock();
 }
 
-void lull_roots_mark(void)
+void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise)
 {
     for (size_t i = 0; i < nroots; i++) {
         uintptr_t lo = (uintptr_t)roots[i].start, hi = lo + roots[i].size;
         if (roots[i].precise) {
-            for (void **slot = (void **)lo; (uintptr_t)slot < hi; slot++)
-                lull_mark_precise_slot(slot);
-        } else {
-            lull_mark_conservative(lo, hi);
+            if (precise)
+                for (void **slot = (void **)lo; (uintptr_t)slot < hi; slot++)
+                    precise(slot);
+        } else if (conservative) {
+            conservative(lo, hi);
         }
     }
 }
 
 /* The calling thread's own stack: its registers are spilled into `uc`,
  * which lies inside the range scanned. */
-__attribute__((noinline)) static void mark_own_stack(lull_thread *self)
+__attribute__((noinline)) static void scan_own_stack(lull_thread *self, lull_range_fn fn)
 {
     ucontext_t uc;
     getcontext(&uc);
     __asm__ __volatile__("" : : "r"(&uc) : "memory");
     /* uc lies below this frame's frame address: scan from uc itself. */
-    lull_mark_conservative((uintptr_t)&uc, self->stack_hi);
+    fn((uintptr_t)&uc, self->stack_hi);
 }
 
-void lull_roots_mark_threads(void)
+void lull_roots_scan_threads(lull_range_fn fn)
 {
     lull_thread *self = lull_thread_self;
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
         if (t == self) {
-            mark_own_stack(t);
+            scan_own_stack(t, fn);
             continue;
         }
-        lull_mark_conservative(t->stop_sp, t->stack_hi);
+        fn(t->stop_sp, t->stack_hi);
         if (t->alt_hi)
-            lull_mark_conservative(t->alt_lo, t->alt_hi);
+            fn(t->alt_lo, t->alt_hi);
     }
+}
+
+void lull_roots_mark(void)
+{
+    lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot);
+}
+
+void lull_roots_mark_threads(void)
+{
+    lull_roots_scan_threads(lull_mark_conservative);
 }

@@ -8,6 +8,14 @@
 #include <stdint.h>
 
 void lull_roots_reset(void);
+
+typedef void (*lull_range_fn)(uintptr_t lo, uintptr_t hi);
+typedef void (*lull_slot_fn)(void **slot);
+/* Every registered root: conservative ranges to `conservative`, each slot
+ * of a precise root to `precise` (either may be NULL: skipped). */
+void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise);
+/* The stack (and registers) of every attached thread, the caller's too. */
+void lull_roots_scan_threads(lull_range_fn fn);
 /* Mark from every registered root (gc lock held, world stopped). */
 void lull_roots_mark(void);
 /* Mark from the stacks of every attached thread, `self` included. */

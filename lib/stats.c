@@ -60,7 +60,7 @@ uint64_t lull_hist_quantile(const lull_histogram *h, double q)
 }
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static lull_histogram pauses;
+static lull_histogram pauses, pauses_by_kind[2];   /* [LULL_PAUSE_MINOR/MAJOR] */
 static uint64_t collections_minor, collections_major, collections_major_sync;
 static uint64_t live_after_major;
 
@@ -78,6 +78,7 @@ void lull_stats_reset(void)
 {
     pthread_mutex_lock(&stats_lock);
     memset(&pauses, 0, sizeof pauses);
+    memset(pauses_by_kind, 0, sizeof pauses_by_kind);
     collections_minor = collections_major = collections_major_sync = 0;
     live_after_major = 0;
     pthread_mutex_unlock(&stats_lock);
@@ -85,9 +86,9 @@ void lull_stats_reset(void)
 
 void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
 {
-    (void)kind;
     pthread_mutex_lock(&stats_lock);
     lull_hist_add(&pauses, ns);
+    lull_hist_add(&pauses_by_kind[kind], ns);
     pthread_mutex_unlock(&stats_lock);
 }
 
@@ -121,6 +122,15 @@ void lull_get_stats(lull_stats *s)
     s->pause_p95_ns = lull_hist_quantile(&pauses, 0.95);
     s->pause_p99_ns = lull_hist_quantile(&pauses, 0.99);
     s->live_bytes_after_major = live_after_major;
+    const lull_histogram *mi = &pauses_by_kind[LULL_PAUSE_MINOR], *ma = &pauses_by_kind[LULL_PAUSE_MAJOR];
+    s->pauses_minor = mi->count;
+    s->pause_minor_max_ns = mi->max;
+    s->pause_minor_p50_ns = lull_hist_quantile(mi, 0.50);
+    s->pause_minor_p99_ns = lull_hist_quantile(mi, 0.99);
+    s->pauses_major = ma->count;
+    s->pause_major_max_ns = ma->max;
+    s->pause_major_p50_ns = lull_hist_quantile(ma, 0.50);
+    s->pause_major_p99_ns = lull_hist_quantile(ma, 0.99);
     pthread_mutex_unlock(&stats_lock);
     if (lull_is_initialised())
         s->bytes_allocated = lull_threads_allocated_bytes();

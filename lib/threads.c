@@ -1,5 +1,6 @@
 /* threads.c — attach, detach, and the registry of attached threads. */
 #include "threads.h"
+#include "nursery.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -74,6 +75,7 @@ void lull_threads_after_fork_child(void)
         next = t->next;
         if (t == self)
             continue;
+        lull_nursery_retire_tlab(t);   /* its TLS is still mapped in the child */
         allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
         lull_major_drop_caches(&t->caches);
         free(t);
@@ -97,6 +99,9 @@ int lull_threads_attach(void)
         return -ENOMEM;
     }
     t->pthread = pthread_self();
+    t->tlab = &lull__tlab;
+    t->tlab_log = UINT32_MAX;
+    lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE };
     lull_gc_lock();
     t->next = registry;
     if (registry)
@@ -115,6 +120,8 @@ void lull_threads_detach(void)
     if (!t)
         return;
     lull_gc_lock();
+    lull_nursery_retire_tlab(t);
+    lull__tlab.type_ok = lull__tlab.array_ok = LULL__NO_TYPE;
     lull_collect_note_unused(lull_major_drop_caches(&t->caches));
     allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     if (t->prev) t->prev->next = t->next;

@@ -31,6 +31,8 @@ typedef struct lull_thread {
     uintptr_t stop_sp;                   /* lowest live stack address when stopped */
     uintptr_t alt_lo, alt_hi;            /* alternate signal stack, if stopped on one */
     /* allocation */
+    lull__tlab_t *tlab;                  /* the thread's lull__tlab (TLS) */
+    uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
 } lull_thread;

@@ -27,9 +27,13 @@
  * is dropped, and every structure the thread holds is checked at once. At
  * the end of a phase everything is checked, collected, checked again.
  *
- * N = 1 (a short phase): every request fails, so nothing can ever be
- * allocated: every kind of allocation, from two threads, must return NULL
- * with errno ENOMEM, and collections must still run.
+ * N = 1 (a short phase): every request fails, so the heap never grows past
+ * the nursery it committed at lull_init. From two threads: every object
+ * too big for the nursery must return NULL with errno ENOMEM; small
+ * objects come from the nursery, and a chain of them kept alive must end
+ * in ENOMEM before it outgrows the nursery (the minor collections cannot
+ * promote, so survivors stay in place), intact; dropped, its room is
+ * reused. Collections keep running throughout.
  *
  * What it proves: injected OS failures surface only as ENOMEM from
  * allocation, never as a crash, a lost or corrupted object or a heap that
@@ -367,31 +371,65 @@ struct phase_result {
     uint64_t enomem, failed_builds, failed_mutations, built, checked, init_retries, collections;
 };
 
-/* fail-mmap=1: nothing can be allocated. Every kind of allocation must
- * fail with ENOMEM, in this thread and another, and collections run. */
+/* fail-mmap=1: the heap is the nursery and cannot grow (header comment). */
 static uint64_t refused;             /* atomic */
+
+#define NURSERY_OBJECT_MAX 2048u     /* LULL__TLAB_MAX_OBJECT: bigger objects never use the nursery */
+
+static size_t sobj_bytes(size_t len)
+{
+    return sizeof(struct sobj) + len * sizeof(uint64_t);
+}
 
 static void refuse_all(const char *who)
 {
-    static const size_t lens[] = { 0, 5, 100, STRESS_SMALL_MAX_LEN, STRESS_SMALL_MAX_LEN + 1, 100000 };
-    for (int round = 0; round < 50; round++) {
+    static const size_t lens[] = { 0, 5, 100, 255, 256, STRESS_SMALL_MAX_LEN, STRESS_SMALL_MAX_LEN + 1, 100000 };
+    for (int round = 0; round < 6; round++) {
+        /* Objects the nursery does not take: ENOMEM, every time. */
         for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+            if (sobj_bytes(lens[i]) <= NURSERY_OBJECT_MAX)
+                continue;
             errno = 0;
             void *p = stress_sobj_new(1, lens[i]);
             if (p || errno != ENOMEM)
-                stress_fail("fail-mmap=1, %s: allocating %zu payload words %s (errno %d, %s); every request to "
-                            "the OS fails, so it must return NULL with ENOMEM", who, lens[i],
+                stress_fail("fail-mmap=1, %s: allocating %zu payload words %s (errno %d, %s); too big for the "
+                            "nursery and the heap cannot grow, so it must return NULL with ENOMEM", who, lens[i],
                             p ? "succeeded" : "returned NULL", errno, strerror(errno));
             stress_add_u64(&refused, 1);
         }
         errno = 0;
-        void *p = lull_alloc_array(&wide_type, 10);
-        if (p || errno != ENOMEM)
-            stress_fail("fail-mmap=1, %s: lull_alloc_array(10) %s, errno %d", who, p ? "succeeded" : "failed",
-                        errno);
+        void *w = lull_alloc_array(&wide_type, 10000);
+        if (w || errno != ENOMEM)
+            stress_fail("fail-mmap=1, %s: lull_alloc_array(wide, 10000) %s, errno %d", who,
+                        w ? "succeeded" : "failed", errno);
         stress_add_u64(&refused, 1);
-        if (round % 10 == 0)
-            lull_collect(round % 20 ? LULL_GEN_NURSERY : LULL_GEN_MAJOR);
+
+        /* Small objects: a live chain until ENOMEM, within the nursery. */
+        size_t len = lens[round % 4];
+        struct sobj *volatile chain = NULL;
+        uint64_t n = 0, limit = ((uint64_t)64 << 20) / sobj_bytes(len);
+        for (;;) {
+            errno = 0;
+            struct sobj *o = stress_sobj_new(n + 1, len);
+            if (!o) {
+                if (errno != ENOMEM)
+                    stress_fail("fail-mmap=1, %s: a small allocation failed with errno %d, not ENOMEM", who, errno);
+                break;
+            }
+            stress_sobj_set(o, 0, chain);
+            chain = o;
+            if (++n > limit)
+                stress_fail("fail-mmap=1, %s: %" PRIu64 " objects of %zu bytes kept alive, far more than "
+                            "the nursery holds, and the heap cannot grow", who, n, sobj_bytes(len));
+        }
+        stress_add_u64(&refused, 1);
+        uint64_t k = n;
+        for (struct sobj *o = chain; o; o = o->ref[0], k--)
+            stress_sobj_check(o, k, "fail-mmap=1: chain kept in the nursery");
+        if (k != 0)
+            stress_fail("fail-mmap=1, %s: the chain lost %" PRIu64 " of %" PRIu64 " objects", who, k, n);
+        chain = NULL;
+        lull_collect(round % 2 ? LULL_GEN_NURSERY : LULL_GEN_MAJOR);
     }
 }
 
@@ -417,8 +455,8 @@ static void run_refusal_phase(struct phase_result *res)
     lull_stats s;
     lull_get_stats(&s);
     res->collections = s.collections_major + s.collections_minor;
-    if (s.bytes_allocated != 0)
-        stress_fail("fail-mmap=1: nothing could be allocated, yet bytes_allocated = %" PRIu64, s.bytes_allocated);
+    if (s.heap_bytes > ((uint64_t)8 << 20))
+        stress_fail("fail-mmap=1: the heap holds %" PRIu64 " bytes, more than it had at lull_init", s.heap_bytes);
 }
 
 static void run_phase(int n, double seconds, struct phase_result *res)

@@ -1,0 +1,918 @@
+/* nursery.c — TLABs, fragments, pinning, the copying minor collection and
+ * cementing (nursery.h describes the design). */
+#include "nursery.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect.h"
+#include "os.h"
+#include "roots.h"
+#include "threads.h"
+#include "util.h"
+
+#define LULL_BLOCK_NURSERY_CARDS (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
+/* Free space smaller than this between pinned objects is not worth a
+ * fragment; it is zeroed (so walks skip it) and waits for the next minor. */
+#define MIN_FRAGMENT ((uintptr_t)512)
+#define POISON_BYTE  0xdb
+#define NO_LOG       UINT32_MAX
+#define CEMENT_SLOTS 4096u
+
+uintptr_t lull_nursery_start, lull_nursery_end;
+
+typedef struct range {
+    uintptr_t start, end;
+} range;
+
+static uint32_t first_block, nblocks;
+
+/* Logged ranges (walkable: objects or zero). Appended by refills, sorted by
+ * start at every minor. Bounded by nursery_size / 16: ranges are disjoint
+ * and at least one granule long, or empty TLAB tails (one per thread). */
+static range *log_;
+static size_t log_n, log_cap;
+static bool log_sorted;
+
+/* Fragments, ascending; frag_cur is the one TLABs are cut from. */
+static range *frags;
+static size_t nfrags, frag_cur, frags_cap;
+
+/* Objects to scan: copies and pinned objects with references. Every nursery
+ * object is pushed at most once, so nursery_size / 16 entries suffice. */
+static uintptr_t *gray;
+static size_t gray_n, gray_cap;
+
+/* rebuild()'s exclusions (pinned objects and TLAB tails). */
+typedef struct excl {
+    uintptr_t start, end;
+    bool      tail;      /* a thread's TLAB tail (else a pinned object) */
+} excl;
+static excl *excls;
+static size_t excls_cap;
+
+/* Conservative candidates, then the pinned objects (sorted). */
+static uintptr_t *pins;
+static size_t npins, pins_cap;
+static bool pins_overflowed;
+
+/* Cementing: open addressing on the object address. `count` is per minor. */
+typedef struct cement_slot {
+    uintptr_t obj;
+    uint32_t  count;
+    uint32_t  cemented;
+} cement_slot;
+static cement_slot *cement;
+static unsigned ncemented;
+
+static lull_alloc_caches promo;      /* where survivors go */
+static uint64_t promoted;
+static bool large_scanned;           /* a large object's mark bit was used as "scanned" */
+
+/* Side tables like the heap's own: reserved at init, committed by the
+ * kernel as they are touched, not subject to fail-mmap. */
+static void *reserve_array(size_t bytes)
+{
+    return lull_os_reserve_rw(lull_align_up(bytes, LULL_PAGE_SIZE));
+}
+
+static void free_array(void *p, size_t bytes)
+{
+    if (p)
+        lull_os_unreserve(p, lull_align_up(bytes, LULL_PAGE_SIZE));
+}
+
+int lull_nursery_init(size_t size)
+{
+    uint32_t n = (uint32_t)(size >> LULL_BLOCK_SHIFT);
+    uint32_t idx = lull_space_alloc(n);
+    if (idx == LULL_NO_BLOCK)
+        return -ENOMEM;
+    first_block = idx;
+    nblocks = n;
+    lull_nursery_start = lull_block_addr(idx);
+    lull_nursery_end = lull_nursery_start + size;
+    for (uint32_t i = 0; i < n; i++)
+        lull_heap_g.blocks[idx + i].state = LULL_BLOCK_NURSERY;
+    log_cap = size / LULL_GRANULE + 1024;
+    frags_cap = size / LULL_GRANULE + 1024;
+    gray_cap = size / LULL_GRANULE;
+    pins_cap = (size_t)1 << 20;
+    excls_cap = size / LULL_GRANULE;
+    log_ = reserve_array(log_cap * sizeof *log_);
+    frags = reserve_array(frags_cap * sizeof *frags);
+    gray = reserve_array(gray_cap * sizeof *gray);
+    pins = reserve_array(pins_cap * sizeof *pins);
+    cement = reserve_array(CEMENT_SLOTS * sizeof *cement);
+    excls = reserve_array(excls_cap * sizeof *excls);
+    if (!log_ || !frags || !gray || !pins || !cement || !excls) {
+        lull_nursery_fini();
+        return -ENOMEM;
+    }
+    log_n = 0;
+    log_sorted = true;
+    /* The whole nursery is one fragment; block-space runs read as zero. */
+    frags[0] = (range){ lull_nursery_start, lull_nursery_end };
+    nfrags = 1;
+    frag_cur = 0;
+    ncemented = 0;
+    memset(&promo, 0, sizeof promo);
+    return 0;
+}
+
+void lull_nursery_fini(void)
+{
+    free_array(log_, log_cap * sizeof *log_);
+    free_array(frags, frags_cap * sizeof *frags);
+    free_array(gray, gray_cap * sizeof *gray);
+    free_array(pins, pins_cap * sizeof *pins);
+    free_array(cement, CEMENT_SLOTS * sizeof *cement);
+    free_array(excls, excls_cap * sizeof *excls);
+    excls = NULL;
+    log_ = frags = NULL;
+    gray = pins = NULL;
+    cement = NULL;
+    lull_nursery_start = lull_nursery_end = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* TLABs                                                                    */
+/* ------------------------------------------------------------------------ */
+
+void lull_nursery_retire_tlab(lull_thread *t)
+{
+    lull__tlab_t *tl = t->tlab;
+    if (t->tlab_log != NO_LOG) {
+        log_[t->tlab_log].end = (uintptr_t)tl->next;
+        /* The unused tail was counted as allocated when handed out. */
+        uint64_t unused = (uint64_t)(tl->end - tl->next);
+        atomic_store_explicit(&t->allocated, atomic_load_explicit(&t->allocated, memory_order_relaxed) - unused,
+                              memory_order_relaxed);
+        t->tlab_log = NO_LOG;
+    }
+    tl->next = tl->end = NULL;
+}
+
+bool lull_nursery_refill(lull_thread *t, size_t need)
+{
+    lull_nursery_retire_tlab(t);
+    while (frag_cur < nfrags) {
+        range *f = &frags[frag_cur];
+        size_t avail = f->end - f->start;
+        if (avail < need) {
+            frag_cur++;       /* the rest stays unused until the next minor */
+            continue;
+        }
+        size_t take = avail < LULL_TLAB_SIZE ? avail : LULL_TLAB_SIZE;
+        if (take < need)
+            take = need;
+        if (avail - take < MIN_FRAGMENT)
+            take = avail;     /* no sliver left behind */
+        uintptr_t s = f->start;
+        f->start += take;
+        if (f->start == f->end)
+            frag_cur++;
+        memset((void *)s, 0, take);
+        if (log_n == log_cap)
+            lull_fatal("lull_alloc", "nursery log full (%zu ranges)", log_cap);
+        log_[log_n] = (range){ s, s };
+        if (log_n && s < log_[log_n - 1].start)
+            log_sorted = false;
+        t->tlab_log = (uint32_t)log_n++;
+        t->tlab->next = (char *)s;
+        t->tlab->end = (char *)(s + take);
+        lull_thread_count_alloc(t, take);
+        return true;
+    }
+    return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Walking and finding objects                                              */
+/* ------------------------------------------------------------------------ */
+
+/* In-place heapsorts (qsort may call malloc, and a stopped thread may hold
+ * malloc's lock): KEY(x) is the sort key of element x. */
+#define DEFINE_HEAPSORT(name, T, KEY)                                            \
+    static void name(T *a, size_t n)                                             \
+    {                                                                            \
+        for (size_t i = n / 2; i-- > 0;)                                         \
+            name##_down(a, i, n);                                                \
+        for (size_t end = n; end-- > 1;) {                                       \
+            T tmp = a[0];                                                        \
+            a[0] = a[end];                                                       \
+            a[end] = tmp;                                                        \
+            name##_down(a, 0, end);                                              \
+        }                                                                        \
+    }
+#define DEFINE_SIFT(name, T, KEY)                                                \
+    static void name##_down(T *a, size_t i, size_t n)                            \
+    {                                                                            \
+        for (;;) {                                                               \
+            size_t c = 2 * i + 1;                                                \
+            if (c >= n)                                                          \
+                return;                                                          \
+            if (c + 1 < n && KEY(a[c + 1]) > KEY(a[c]))                          \
+                c++;                                                             \
+            if (KEY(a[c]) <= KEY(a[i]))                                          \
+                return;                                                          \
+            T tmp = a[i];                                                        \
+            a[i] = a[c];                                                         \
+            a[c] = tmp;                                                          \
+            i = c;                                                               \
+        }                                                                        \
+    }
+#define ADDR_KEY(x)  (x)
+#define START_KEY(x) ((x).start)
+DEFINE_SIFT(sort_addrs, uintptr_t, ADDR_KEY)
+DEFINE_HEAPSORT(sort_addrs, uintptr_t, ADDR_KEY)
+DEFINE_SIFT(sort_ranges, range, START_KEY)
+DEFINE_HEAPSORT(sort_ranges, range, START_KEY)
+
+static void sort_log(void)
+{
+    if (!log_sorted)
+        sort_ranges(log_, log_n);
+    log_sorted = true;
+}
+
+/* The size of the object at p whose header is h (forwarded: the copy has the
+ * type and the length). */
+static size_t walk_size(uintptr_t p, uintptr_t h)
+{
+    if (h & LULL_HDR_FORWARDED) {
+        uintptr_t c = h & ~LULL_HDR_TAG_MASK;
+        return lull_object_size(c, lull_header_type(*(uintptr_t *)c));
+    }
+    return lull_object_size(p, lull_header_type(h));
+}
+
+/* The last logged range starting at or below a, or NULL. Log sorted. */
+static const range *range_of(uintptr_t a)
+{
+    size_t lo = 0, hi = log_n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (log_[mid].start <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return NULL;
+    const range *r = &log_[lo - 1];
+    return a < r->end ? r : NULL;
+}
+
+static uintptr_t find_in(const range *r, uintptr_t a, bool interior)
+{
+    for (uintptr_t p = r->start; p <= a && p < r->end;) {
+        uintptr_t h = *(uintptr_t *)p;
+        if (!h) {
+            p += LULL_GRANULE;
+            continue;
+        }
+        uintptr_t next = p + walk_size(p, h);
+        if (a < next)
+            return interior || a == p ? p : 0;
+        p = next;
+    }
+    return 0;
+}
+
+uintptr_t lull_nursery_find(uintptr_t a, bool interior)
+{
+    sort_log();
+    const range *r = range_of(a);
+    return r ? find_in(r, a, interior) : 0;
+}
+
+void lull_nursery_each_object(void (*fn)(uintptr_t obj))
+{
+    sort_log();
+    for (size_t i = 0; i < log_n; i++)
+        for (uintptr_t p = log_[i].start; p < log_[i].end;) {
+            uintptr_t h = *(uintptr_t *)p;
+            if (!h) {
+                p += LULL_GRANULE;
+                continue;
+            }
+            size_t sz = walk_size(p, h);
+            fn(p);
+            p += sz;
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Visiting an object's reference slots                                     */
+/* ------------------------------------------------------------------------ */
+
+/* The same signature as lull_visit_fn, so trace functions can call it. */
+typedef void (*slot_fn)(void **slot, void *ctx);
+
+static void each_slot(uintptr_t obj, slot_fn fn, void *ctx)
+{
+    uintptr_t *w = (uintptr_t *)obj;
+    const lull_type *t = lull_header_type(w[0]);
+    if (t->trace) {
+        t->trace((void *)obj, fn, ctx);
+        return;
+    }
+    for (uint64_t r = t->refs; r; r &= r - 1)
+        fn((void **)&w[__builtin_ctzll(r)], ctx);
+    if (t->elem_size && t->elem_refs) {
+        size_t n = w[1];
+        char *e = (char *)obj + t->size;
+        for (size_t k = 0; k < n; k++, e += t->elem_size)
+            for (uint64_t r = t->elem_refs; r; r &= r - 1)
+                fn((void **)e + __builtin_ctzll(r), ctx);
+    }
+}
+
+/* The slots of a large object `obj` that lie in [lo, hi). */
+static void each_slot_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, slot_fn fn, void *ctx)
+{
+    uintptr_t *w = (uintptr_t *)obj;
+    const lull_type *t = lull_header_type(w[0]);
+    if (t->trace) {
+        /* A trace function visits everything: once per minor is enough. */
+        if (lull_mark_set(obj)) {
+            large_scanned = true;
+            each_slot(obj, fn, ctx);
+        }
+        return;
+    }
+    for (uint64_t r = t->refs; r; r &= r - 1) {
+        uintptr_t *s = &w[__builtin_ctzll(r)];
+        if ((uintptr_t)s >= lo && (uintptr_t)s < hi)
+            fn((void **)s, ctx);
+    }
+    if (t->elem_size && t->elem_refs) {
+        uintptr_t es = obj + t->size;
+        size_t n = w[1], k0 = 0, k1 = n;
+        if (lo > es)
+            k0 = (lo - es) / t->elem_size;
+        if (hi > es) {
+            size_t k = (hi - es + t->elem_size - 1) / t->elem_size;
+            if (k < k1)
+                k1 = k;
+        } else {
+            k1 = 0;
+        }
+        char *e = (char *)es + k0 * t->elem_size;
+        for (size_t k = k0; k < k1; k++, e += t->elem_size)
+            for (uint64_t r = t->elem_refs; r; r &= r - 1)
+                fn((void **)e + __builtin_ctzll(r), ctx);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cementing                                                                */
+/* ------------------------------------------------------------------------ */
+
+static cement_slot *cement_lookup(uintptr_t obj, bool insert)
+{
+    size_t i = (size_t)((obj >> LULL_GRANULE_SHIFT) * 0x9e3779b97f4a7c15ull >> 52) & (CEMENT_SLOTS - 1);
+    for (unsigned probe = 0; probe < 32; probe++, i = (i + 1) & (CEMENT_SLOTS - 1)) {
+        if (cement[i].obj == obj)
+            return &cement[i];
+        if (!cement[i].obj) {
+            if (!insert)
+                return NULL;
+            cement[i] = (cement_slot){ obj, 0, 0 };
+            return &cement[i];
+        }
+    }
+    return NULL;      /* table crowded: no cementing for this object */
+}
+
+static bool is_cemented(uintptr_t obj)
+{
+    if (!ncemented)
+        return false;
+    cement_slot *c = cement_lookup(obj, false);
+    return c && c->cemented;
+}
+
+/* Counts of the last minor go; cemented objects stay (until a major). The
+ * table is rebuilt from the cemented entries (reinsertion keeps probe
+ * chains valid); the gray stack, empty here, holds them meanwhile. */
+static void cement_new_cycle(void)
+{
+    if (!ncemented) {
+        memset(cement, 0, CEMENT_SLOTS * sizeof *cement);
+        return;
+    }
+    size_t nk = 0;
+    for (unsigned i = 0; i < CEMENT_SLOTS; i++)
+        if (cement[i].obj && cement[i].cemented)
+            gray[nk++] = cement[i].obj;
+    memset(cement, 0, CEMENT_SLOTS * sizeof *cement);
+    for (size_t i = 0; i < nk; i++) {
+        cement_slot *c = cement_lookup(gray[i], true);
+        if (c)
+            c->cemented = 1;
+    }
+    ncemented = (unsigned)nk;
+}
+
+/* An old slot (major heap or large object) still points to nursery object
+ * `obj`, which stays where it is: the slot's card stays marked unless obj
+ * is, or now becomes, cemented. */
+static void old_slot_to_young(uintptr_t *slot, uintptr_t obj)
+{
+    cement_slot *c = cement_lookup(obj, true);
+    if (c && !c->cemented && ++c->count > LULL_CEMENT_THRESHOLD) {
+        c->cemented = 1;
+        ncemented++;
+    }
+    if (c && c->cemented)
+        return;
+    lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT] = 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pinning                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void push_gray(uintptr_t obj)
+{
+    if (gray_n == gray_cap)
+        lull_fatal("lull_collect", "minor collection: gray stack full (%zu entries)", gray_cap);
+    gray[gray_n++] = obj;
+}
+
+static void pin(uintptr_t obj)
+{
+    uintptr_t *h = (uintptr_t *)obj;
+    if (*h & LULL_HDR_PINNED)
+        return;
+    *h |= LULL_HDR_PINNED;
+    if (lull_type_has_refs(lull_header_type(*h)))
+        push_gray(obj);
+}
+
+LULL_NO_SANITIZE_SCAN
+static void pin_candidates(uintptr_t lo, uintptr_t hi)
+{
+    lo = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+    for (const uintptr_t *p = (const uintptr_t *)lo; (uintptr_t)(p + 1) <= hi; p++) {
+        uintptr_t v = *p;
+        if (!lull_in_nursery(v))
+            continue;
+        if (npins < pins_cap) {
+            pins[npins++] = v;
+        } else {
+            /* Queue full: resolve this one at once (slower, same result). */
+            pins_overflowed = true;
+            uintptr_t obj = lull_nursery_find(v, true);
+            if (obj)
+                pin(obj);
+        }
+    }
+}
+
+/* Sort the candidates, resolve them to objects, pin those; afterwards
+ * pins[0, npins) are the pinned objects in address order. */
+static void resolve_pins(void)
+{
+    sort_addrs(pins, npins);
+    size_t out = 0;
+    uintptr_t last = 0, last_end = 0;
+    const range *r = NULL;
+    for (size_t i = 0; i < npins; i++) {
+        uintptr_t a = pins[i];
+        if (last && a >= last && a < last_end)
+            continue;                    /* same object as the previous one */
+        if (!r || a < r->start || a >= r->end)
+            r = range_of(a);
+        if (!r)
+            continue;
+        uintptr_t obj = find_in(r, a, true);
+        if (!obj)
+            continue;
+        pin(obj);
+        last = obj;
+        last_end = obj + walk_size(obj, *(uintptr_t *)obj);
+        pins[out++] = obj;
+    }
+    npins = out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Copying                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static uintptr_t promote_alloc(size_t size, bool has_refs)
+{
+    unsigned cls = lull_size_class(size);
+    lull_alloc_cache *c = &promo.c[has_refs][cls];
+    if (!c->head && !lull_major_refill(c, has_refs, cls))
+        return 0;
+    uintptr_t *p = c->head;
+    c->head = (void *)p[1];
+    c->count--;
+    return (uintptr_t)p;
+}
+
+/* Where the nursery object v (referenced from a precise slot) lives after
+ * this minor: its copy, or v itself if it is pinned or cannot be copied. */
+static uintptr_t forward(uintptr_t v)
+{
+    uintptr_t *hp = (uintptr_t *)v, h = *hp;
+    if (h & LULL_HDR_FORWARDED)
+        return h & ~LULL_HDR_TAG_MASK;
+    if (h & LULL_HDR_PINNED)
+        return v;
+    if (!h)
+        lull_fatal("lull_collect", "minor collection: a reference holds %p, inside the nursery but not "
+                   "the start of an object (references must point to object starts)", (void *)v);
+    const lull_type *t = lull_header_type(h);
+    size_t size = lull_object_size(v, t);
+    bool refs = lull_type_has_refs(t);
+    uintptr_t c = promote_alloc(size, refs);
+    if (!c) {
+        /* The major heap cannot grow: the object stays, pinned. */
+        if (npins < pins_cap)
+            pins[npins++] = v;
+        else
+            pins_overflowed = true;
+        pin(v);
+        return v;
+    }
+    memcpy((void *)c, (void *)v, size);
+    *hp = c | LULL_HDR_FORWARDED;
+    promoted += size;
+    if (refs)
+        push_gray(c);
+    return c;
+}
+
+/* A slot outside the nursery's objects' own memory: a precise root or a
+ * slot of a pinned object. */
+static void forward_slot(void **slotp, void *ctx)
+{
+    (void)ctx;
+    uintptr_t *slot = (uintptr_t *)slotp, v = *slot;
+    if (lull_in_nursery(v))
+        *slot = forward(v);
+}
+
+/* A slot in the major heap or a large object. */
+static void forward_old_slot(void **slotp, void *ctx)
+{
+    (void)ctx;
+    uintptr_t *slot = (uintptr_t *)slotp, v = *slot;
+    if (!lull_in_nursery(v))
+        return;
+    uintptr_t n = forward(v);
+    *slot = n;
+    if (lull_in_nursery(n))
+        old_slot_to_young(slot, n);
+}
+
+static void forward_root(void **slot)
+{
+    forward_slot(slot, NULL);
+}
+
+static void drain(void)
+{
+    while (gray_n) {
+        uintptr_t obj = gray[--gray_n];
+        each_slot(obj, lull_in_nursery(obj) ? forward_slot : forward_old_slot, NULL);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cards                                                                    */
+/* ------------------------------------------------------------------------ */
+
+#define CARDS_PER_BLOCK (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
+
+static bool block_cards_clean(const uint8_t *c)
+{
+    const uint64_t *w = (const uint64_t *)c;
+    for (size_t i = 0; i < CARDS_PER_BLOCK / 8; i++)
+        if (w[i])
+            return false;
+    return true;
+}
+
+static void scan_small_card(uint32_t bi, uintptr_t lo, uintptr_t hi)
+{
+    lull_block *b = &lull_heap_g.blocks[bi];
+    uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
+    uintptr_t base = lull_block_addr(bi);
+    uint32_t s0 = (uint32_t)((lo - base) / sz), s1 = (uint32_t)((hi - 1 - base) / sz);
+    if (s1 >= n)
+        s1 = n - 1;
+    for (uint32_t s = s0; s <= s1 && s0 < n; s++) {
+        uintptr_t obj = base + (uintptr_t)s * sz;
+        if (*(uintptr_t *)obj)
+            each_slot(obj, forward_old_slot, NULL);
+    }
+}
+
+/* Scan every marked card of the major heap and the large objects, clearing
+ * it first (forward_old_slot marks it again when a slot keeps pointing into
+ * the nursery); clear every other card. */
+static void scan_cards(void)
+{
+    uint8_t *cards = lull_heap_g.cards;
+    uint32_t frontier = lull_frontier();
+    for (uint32_t bi = 0; bi < frontier; bi++) {
+        uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
+        if (block_cards_clean(bc))
+            continue;
+        lull_block *b = &lull_heap_g.blocks[bi];
+        uintptr_t base = lull_block_addr(bi);
+        bool small = b->state == LULL_BLOCK_SMALL && b->has_refs;
+        bool large = b->state == LULL_BLOCK_LARGE_HEAD || b->state == LULL_BLOCK_LARGE_TAIL;
+        uintptr_t obj = 0;
+        if (large) {
+            obj = lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
+            large = lull_type_has_refs(lull_header_type(*(uintptr_t *)obj));
+        }
+        for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
+            if (!bc[c])
+                continue;
+            bc[c] = 0;
+            uintptr_t lo = base + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
+            if (small)
+                scan_small_card(bi, lo, hi);
+            else if (large)
+                each_slot_in(obj, lo, hi, forward_old_slot, NULL);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rebuilding the nursery                                                   */
+/* ------------------------------------------------------------------------ */
+
+DEFINE_SIFT(sort_excl, excl, START_KEY)
+DEFINE_HEAPSORT(sort_excl, excl, START_KEY)
+
+static void add_fragment(uintptr_t s, uintptr_t e)
+{
+    if (e <= s)
+        return;
+    if (s < lull_nursery_start || e > lull_nursery_end)
+        lull_fatal("lull_collect", "minor collection: fragment [%p, %p) outside the nursery", (void *)s, (void *)e);
+    if (e - s < MIN_FRAGMENT) {
+        memset((void *)s, 0, e - s);
+        return;
+    }
+    if (nfrags == frags_cap)
+        lull_fatal("lull_collect", "minor collection: fragment table full");
+    frags[nfrags++] = (range){ s, e };
+    if (lull_cfg.clear_nursery)
+        memset((void *)s, POISON_BYTE, e - s);
+}
+
+static void log_add(uintptr_t s, uintptr_t e)
+{
+    if (log_n == log_cap)
+        lull_fatal("lull_collect", "minor collection: nursery log full");
+    log_[log_n++] = (range){ s, e };
+}
+
+/* Pinned objects and TLAB tails stay; the rest becomes fragments. Pinned
+ * objects close together share one logged range (zeroed between them), up
+ * to a TLAB's size so that a lookup never walks further. The
+ * pins array is reused for the exclusion list (pins were sorted objects). */
+static void rebuild(void)
+{
+    /* Pinned objects and non-empty tails are disjoint ranges of the nursery,
+     * at least a granule each: excls_cap entries always suffice. */
+    excl *ex = excls;
+    size_t n = 0;
+    for (size_t i = 0; i < npins; i++) {
+        uintptr_t obj = pins[i];
+        uintptr_t *h = (uintptr_t *)obj;
+        *h &= ~LULL_HDR_PINNED;
+        ex[n++] = (excl){ obj, obj + lull_object_size(obj, lull_header_type(*h)), false };
+    }
+    for (lull_thread *t = lull_threads_first(); t; t = t->next) {
+        if (t->tlab_log == NO_LOG)
+            continue;
+        if (t->tlab->next == t->tlab->end) {
+            /* Used up: nothing to keep. It may end exactly where another
+             * TLAB's pinned object starts, and an empty range there would
+             * hide that object from lookups. */
+            t->tlab_log = NO_LOG;
+            continue;
+        }
+        ex[n++] = (excl){ (uintptr_t)t->tlab->next, (uintptr_t)t->tlab->end, true };
+    }
+    sort_excl(ex, n);
+
+    nfrags = frag_cur = 0;
+    log_n = 0;
+    uintptr_t cursor = lull_nursery_start;
+    size_t i = 0;
+    while (i < n) {
+        add_fragment(cursor, ex[i].start);
+        if (ex[i].tail) {
+            /* An empty range at the tail's start: this thread's TLAB. */
+            log_add(ex[i].start, ex[i].start);
+            for (lull_thread *t = lull_threads_first(); t; t = t->next)
+                if (t->tlab_log != NO_LOG && (uintptr_t)t->tlab->next == ex[i].start)
+                    t->tlab_log = (uint32_t)(log_n - 1);
+            cursor = ex[i].end;   /* nothing else starts inside a tail */
+            i++;
+            continue;
+        }
+        /* A run of pinned objects with small gaps. */
+        uintptr_t run_start = ex[i].start, run_end = ex[i].end;
+        i++;
+        while (i < n && !ex[i].tail && ex[i].start - run_end < MIN_FRAGMENT &&
+               run_end - run_start < LULL_TLAB_SIZE) {   /* lookups walk at most a run */
+            memset((void *)run_end, 0, ex[i].start - run_end);
+            run_end = ex[i].end;
+            i++;
+        }
+        log_add(run_start, run_end);
+        cursor = run_end;
+    }
+    add_fragment(cursor, lull_nursery_end);
+    log_sorted = true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The minor collection                                                     */
+/* ------------------------------------------------------------------------ */
+
+uint64_t lull_nursery_collect(void)
+{
+    promoted = 0;
+    gray_n = npins = 0;
+    pins_overflowed = false;
+    large_scanned = false;
+
+    /* The used part of every active TLAB is what its thread allocated. */
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        if (t->tlab_log != NO_LOG)
+            log_[t->tlab_log].end = (uintptr_t)t->tlab->next;
+    sort_log();
+    cement_new_cycle();
+
+    /* 1. Pin: conservative roots, then the cemented objects. */
+    lull_roots_scan_threads(pin_candidates);
+    lull_roots_scan(pin_candidates, NULL);
+    for (unsigned k = 0; k < CEMENT_SLOTS && ncemented; k++)
+        if (cement[k].cemented && npins < pins_cap)
+            pins[npins++] = cement[k].obj;
+    resolve_pins();
+    if (lull_cfg.check_cards)
+        lull_nursery_check_cards();
+
+    /* 2. Copy from precise roots, cards, pinned objects and the copies. */
+    lull_roots_scan(NULL, forward_root);
+    scan_cards();
+    drain();
+    if (large_scanned)
+        for (uint32_t i = 0; i < lull_frontier(); i++)
+            if (lull_heap_g.blocks[i].state == LULL_BLOCK_LARGE_HEAD)
+                lull_mark_clear_blocks(i, 1);
+
+    /* 3. Promotion failures pinned objects after resolve_pins: sort again. */
+    sort_addrs(pins, npins);
+    size_t u = 0;
+    for (size_t i = 0; i < npins; i++)
+        if (!u || pins[i] != pins[u - 1])
+            pins[u++] = pins[i];
+    npins = u;
+    if (pins_overflowed)
+        lull_fatal("lull_collect", "minor collection: more than %zu pinned objects", pins_cap);
+
+    /* 4. The nursery: pinned objects stay, the rest is free. */
+    rebuild();
+    lull_collect_note_unused(lull_major_drop_caches(&promo));
+    if (lull_cfg.verify_nursery)
+        lull_nursery_verify();
+    return promoted;
+}
+
+/* A survivor the major did not mark is dead (it stayed only because it was
+ * cemented, or could not be promoted): what it references may just have
+ * been swept. Zero it, so that no stale conservative pointer can bring it
+ * back (walks and lookups skip zeroed memory); the next minor reclaims it. */
+static void clear_if_dead(uintptr_t obj)
+{
+    if (!lull_is_marked(obj))
+        memset((void *)obj, 0, lull_object_size(obj, lull_header_type(*(uintptr_t *)obj)));
+}
+
+void lull_nursery_after_major(void)
+{
+    lull_nursery_each_object(clear_if_dead);
+    lull_mark_clear_blocks(first_block, nblocks);
+    memset(cement, 0, CEMENT_SLOTS * sizeof *cement);
+    ncemented = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* LULL_GC_DEBUG checks                                                     */
+/* ------------------------------------------------------------------------ */
+
+static uintptr_t checking;
+
+static void each_old_object(void (*fn)(uintptr_t obj))
+{
+    uint32_t frontier = lull_frontier();
+    for (uint32_t i = 0; i < frontier; i++) {
+        lull_block *b = &lull_heap_g.blocks[i];
+        uintptr_t base = lull_block_addr(i);
+        if (b->state == LULL_BLOCK_SMALL && b->has_refs) {
+            uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
+            for (uint32_t s = 0; s < n; s++)
+                if (*(uintptr_t *)(base + (uintptr_t)s * sz))
+                    fn(base + (uintptr_t)s * sz);
+        } else if (b->state == LULL_BLOCK_LARGE_HEAD &&
+                   lull_type_has_refs(lull_header_type(*(uintptr_t *)base))) {
+            fn(base);
+        }
+    }
+}
+
+static void check_card_slot(void **slotp, void *ctx)
+{
+    (void)ctx;
+    uintptr_t *slot = (uintptr_t *)slotp, v = *slot;
+    if (!lull_in_nursery(v))
+        return;
+    if (lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT])
+        return;
+    /* A thread stopped between its store and marking the card holds the
+     * value in a register: the object is pinned, the store is fine. */
+    uintptr_t obj = lull_nursery_find(v, false);
+    if (obj && (*(uintptr_t *)obj & LULL_HDR_PINNED))
+        return;
+    if (obj && is_cemented(obj))
+        return;
+    const lull_type *t = lull_header_type(*(uintptr_t *)checking);
+    lull_fatal("check-cards", "object %p (type %s): the reference at offset %zu to nursery object %p "
+               "was stored without marking its card (every store of a reference into a heap object "
+               "must go through lull_store)", (void *)checking, t->name ? t->name : "?",
+               (size_t)((uintptr_t)slot - checking), (void *)v);
+}
+
+static void check_cards_object(uintptr_t obj)
+{
+    checking = obj;
+    each_slot(obj, check_card_slot, NULL);
+}
+
+void lull_nursery_check_cards(void)
+{
+    each_old_object(check_cards_object);
+}
+
+static void verify_slot(void **slotp, void *ctx)
+{
+    (void)ctx;
+    uintptr_t *slot = (uintptr_t *)slotp, v = *slot;
+    if (!lull_in_nursery(v))
+        return;
+    if (!lull_nursery_find(v, false)) {
+        const lull_type *t = checking ? lull_header_type(*(uintptr_t *)checking) : NULL;
+        lull_fatal("verify-nursery", "%s %p%s%s: slot %p points to %p in the evacuated nursery, "
+                   "not to a surviving (pinned) object", checking ? "object" : "root", (void *)checking,
+                   t ? " type " : "", t && t->name ? t->name : "", (void *)slot, (void *)v);
+    }
+}
+
+static void verify_object(uintptr_t obj)
+{
+    checking = obj;
+    each_slot(obj, verify_slot, NULL);
+}
+
+static void verify_root(void **slot)
+{
+    checking = 0;
+    verify_slot(slot, NULL);
+}
+
+void lull_nursery_verify(void)
+{
+    /* The log: sorted, disjoint, inside the nursery, and every thread's
+     * TLAB entry ends at its allocation pointer. */
+    for (size_t i = 0; i < log_n; i++) {
+        const range *r = &log_[i];
+        if (r->end < r->start || r->start < lull_nursery_start || r->end > lull_nursery_end ||
+            (i && r->start < log_[i - 1].end))
+            lull_fatal("verify-nursery", "nursery log entry %zu [%p, %p) is inverted, outside the nursery "
+                       "or overlaps the one before", i, (void *)r->start, (void *)r->end);
+    }
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        if (t->tlab_log != NO_LOG && (t->tlab_log >= log_n || log_[t->tlab_log].start != (uintptr_t)t->tlab->next))
+            lull_fatal("verify-nursery", "thread %p: its TLAB at %p has no nursery log entry", (void *)t,
+                       (void *)t->tlab->next);
+    each_old_object(verify_object);
+    lull_nursery_each_object(verify_object);
+    lull_roots_scan(NULL, verify_root);
+}

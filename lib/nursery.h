@@ -1,0 +1,93 @@
+/* nursery.h — the copying nursery: TLABs, fragments, pinning, the minor
+ * collection, cementing.
+ *
+ * The nursery is an aligned power-of-two run of blocks at the start of the
+ * heap's range (block state NURSERY). Threads bump-allocate small objects
+ * from TLABs cut from its free fragments (lull.h has the inline fast path);
+ * a TLAB is zeroed when it is handed out.
+ *
+ * Walking: every range a TLAB or a pinned survivor occupies is in the
+ * nursery's log; inside a logged range memory is either an object (non-zero
+ * header) or zero, so a walk from the range's start finds every object, and
+ * an interior address finds its object through a binary search of the
+ * (sorted) log and a walk of one range.
+ *
+ * A minor collection (world stopped, gc lock held):
+ *   1. pins every nursery object a conservative root points into (stacks,
+ *      registers, conservative ranges), plus the cemented objects;
+ *   2. copies every other object reachable from precise roots, marked cards
+ *      of the major heap and large objects, pinned objects and the copies
+ *      themselves into major blocks, leaving a forwarding pointer in the old
+ *      header, and updates every reference;
+ *   3. clears the scanned cards, except those whose slots still point to a
+ *      pinned (not cemented) nursery object; a pinned object more than
+ *      LULL_CEMENT_THRESHOLD old slots point to is cemented: it stays pinned
+ *      and is a root until the next major, so its cards need not stay marked;
+ *   4. turns the space between pinned objects into the fragments new TLABs
+ *      are cut from, keeping each thread's unused TLAB tail for that thread
+ *      (a thread stopped inside the inline fast path may still advance into
+ *      it).
+ * A major collection runs a minor first; its mark then marks the pinned
+ * survivors too, re-marks the card of every old slot that points into the
+ * nursery, and cementing starts afresh. */
+#ifndef LULL_NURSERY_H
+#define LULL_NURSERY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "heap.h"
+
+struct lull_thread;
+
+#define LULL_TLAB_SIZE        ((size_t)8 << 10)
+#define LULL_CEMENT_THRESHOLD 64u
+
+/* Header tag bits, set only during a minor collection. */
+#define LULL_HDR_FORWARDED ((uintptr_t)1)
+#define LULL_HDR_PINNED    ((uintptr_t)2)
+
+extern uintptr_t lull_nursery_start, lull_nursery_end;
+
+static inline bool lull_in_nursery(uintptr_t a)
+{
+    return a - lull_nursery_start < lull_nursery_end - lull_nursery_start;
+}
+
+/* Bytes an object occupies in the nursery (its size rounded to 16). */
+static inline size_t lull_object_size(uintptr_t obj, const lull_type *t)
+{
+    size_t b = t->size;
+    if (t->elem_size)
+        b += ((const size_t *)obj)[1] * t->elem_size;
+    return (b + LULL_GRANULE - 1) & ~(LULL_GRANULE - 1);
+}
+
+/* At lull_init, after the block space: take the nursery's blocks. */
+int  lull_nursery_init(size_t size);
+void lull_nursery_fini(void);
+
+/* A TLAB of at least `need` bytes for thread t, replacing its current one
+ * (gc lock held). false: the nursery has no fragment that large. */
+bool lull_nursery_refill(struct lull_thread *t, size_t need);
+/* Give up thread t's TLAB (gc lock held): detach, fork. */
+void lull_nursery_retire_tlab(struct lull_thread *t);
+
+/* The minor collection (world stopped, gc lock held). Returns the bytes
+ * promoted into the major heap. */
+uint64_t lull_nursery_collect(void);
+
+/* After a major's mark (world stopped): clear the survivors' mark bits and
+ * forget cemented objects. */
+void lull_nursery_after_major(void);
+
+/* Every object in the nursery (world stopped, after a minor). */
+void lull_nursery_each_object(void (*fn)(uintptr_t obj));
+
+/* LULL_GC_DEBUG=check-cards: every old-to-young reference has its card
+ * marked (before a minor, after pinning). verify-nursery: no reference
+ * points into the nursery except to a surviving object (after a minor). */
+void lull_nursery_check_cards(void);
+void lull_nursery_verify(void);
+
+#endif
