@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "heap.h"
 #include "mark.h"
@@ -109,6 +110,19 @@ uint64_t lull_collect_count(void)
     return ncollections;
 }
 
+/* The collector's frames leave heap addresses on this thread's stack
+ * (objects it copied, scanned, swept). The frames the program builds next
+ * over that memory would hold them in uninitialised slots, and a later
+ * conservative scan would keep those objects, and all they reach, alive.
+ * Zero the memory below the caller's frame once the collection is done. */
+#define CLEAR_STACK_BYTES (64u << 10)
+__attribute__((noinline)) static void clear_stack_below(void)
+{
+    volatile char buf[CLEAR_STACK_BYTES];
+    memset((char *)buf, 0, sizeof buf);
+    __asm__ __volatile__("" : : "r"(buf) : "memory");
+}
+
 void lull_collect_locked(int generation, const char *reason)
 {
     lull_thread *self = lull_thread_self;
@@ -165,6 +179,7 @@ void lull_collect_locked(int generation, const char *reason)
      * runs freed by the sweep can be given back to the OS before anyone
      * can allocate from them. */
     lull_space_release_pending();
+    clear_stack_below();
 
     enum lull_pause_kind kind = major ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
     lull_stats_record_pause(kind, pause);

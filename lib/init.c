@@ -97,8 +97,8 @@ int lull_init(const char *params)
         if (want < reserve)
             reserve = want;
     }
-    /* The nursery: a power of two at most a quarter of max-heap-size. */
-    while (cfg.max_heap_size && cfg.nursery_size > cfg.max_heap_size / 4 && cfg.nursery_size > ((size_t)64 << 10))
+    /* The nursery: a power of two at most an eighth of max-heap-size. */
+    while (cfg.max_heap_size && cfg.nursery_size > cfg.max_heap_size / 8 && cfg.nursery_size > ((size_t)64 << 10))
         cfg.nursery_size /= 2;
     if (lull_space_init_aligned(reserve, cfg.nursery_size) != 0) {
         pthread_mutex_unlock(&init_lock);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <ucontext.h>
 
 #include "collect.h"
@@ -101,7 +102,7 @@ void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise)
 __attribute__((noinline)) static void scan_own_stack(lull_thread *self, lull_range_fn fn)
 {
     ucontext_t uc;
-    getcontext(&uc);
+    lull_capture_registers(&uc);
     __asm__ __volatile__("" : : "r"(&uc) : "memory");
     /* uc lies below this frame's frame address: scan from uc itself. */
     fn((uintptr_t)&uc, self->stack_hi);

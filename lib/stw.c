@@ -113,7 +113,7 @@ __attribute__((noinline)) void lull_stw_suspend_self(lull_thread *t)
     /* Registers of this thread go into `uc`, where the stack scan sees them. */
     ucontext_t uc;
     t->pending_suspend = 0;
-    getcontext(&uc);
+    lull_capture_registers(&uc);
     __asm__ __volatile__("" : : "r"(&uc) : "memory");
     /* `uc` is a local of this frame, below its frame address: the scan
      * starts at uc itself so the registers are inside it. */

@@ -43,4 +43,34 @@ uint64_t lull_now_ns(void);
 
 static inline size_t lull_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
+/* The calling thread's registers, for a conservative scan of its own stack
+ * at a function boundary. Only the callee-saved registers (rbx, rbp,
+ * r12-r15) can hold a live pointer of the callers there; the others, and
+ * every vector register (all call-clobbered in the SysV ABI), hold stale
+ * values, often pointers the collector itself just copied or scanned, that
+ * would pin or retain dead objects. They are zeroed, as is the rest of the
+ * struct (getcontext leaves parts of it unwritten). Must be inlined: the
+ * registers are the caller's. */
+#include <string.h>
+#include <ucontext.h>
+#if defined(__x86_64__)
+#define LULL__SCRUB_CLOBBERED(uc)                                                        \
+    do {                                                                                 \
+        static const int clobbered_[] = { REG_RAX, REG_RCX, REG_RDX, REG_RSI, REG_RDI,   \
+                                          REG_R8,  REG_R9,  REG_R10, REG_R11 };          \
+        for (unsigned i_ = 0; i_ < sizeof clobbered_ / sizeof clobbered_[0]; i_++)       \
+            (uc)->uc_mcontext.gregs[clobbered_[i_]] = 0;                                 \
+        memset(&(uc)->__fpregs_mem, 0, sizeof (uc)->__fpregs_mem);                      \
+    } while (0)
+#else
+#define LULL__SCRUB_CLOBBERED(uc) ((void)(uc))
+#endif
+/* A macro, not a function: the registers must be the caller's. */
+#define lull_capture_registers(uc)                                                       \
+    do {                                                                                 \
+        memset((uc), 0, sizeof *(uc));                                                   \
+        getcontext(uc);                                                                  \
+        LULL__SCRUB_CLOBBERED(uc);                                                       \
+    } while (0)
+
 #endif

@@ -1,6 +1,6 @@
 /*
  * debug_checks — a list-building, rewiring workload under
- * LULL_GC_DEBUG=verify,poison,collect-every=100 (set before lull_init):
+ * LULL_GC_DEBUG=verify,poison,collect-every=100,check-cards,verify-nursery,clear-nursery (set before lull_init):
  * the heap verifier runs at every collection and freed memory is poisoned,
  * so any object lost or any reference left dangling fails at once. Two
  * threads run the workload. The number of collections shows that
@@ -91,8 +91,8 @@ static void *second(void *arg)
 
 int main(void)
 {
-    CHECK(setenv("LULL_GC_DEBUG", "verify,poison,collect-every=100", 1) == 0, "setenv failed");
-    CHECK(lull_init(NULL) == 0, "lull_init with LULL_GC_DEBUG=verify,poison,collect-every=100 failed");
+    CHECK(setenv("LULL_GC_DEBUG", "verify,poison,collect-every=100,check-cards,verify-nursery,clear-nursery", 1) == 0, "setenv failed");
+    CHECK(lull_init(NULL) == 0, "lull_init with LULL_GC_DEBUG=verify,poison,collect-every=100,check-cards,verify-nursery,clear-nursery failed");
     lull_stats s0 = get_stats();
 
     unsigned long allocs = 0;

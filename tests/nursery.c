@@ -1,0 +1,348 @@
+/*
+ * nursery — the copying nursery and its minor collections:
+ *
+ *  - promotion: objects reachable only from a precise root, from heap
+ *    objects and from large arrays move on lull_collect(LULL_GEN_NURSERY);
+ *    every reference to them is updated; identity (the graph's shape),
+ *    contents, types and array lengths survive;
+ *  - pinning: an object a stack word points to (its start, or only an
+ *    interior address) stays where it is, as do lull_alloc_pinned objects
+ *    and targets of conservative root ranges;
+ *  - cards: references stored into promoted objects with lull_store are
+ *    found; in a large array of references only a few elements are
+ *    written, and all of them are updated;
+ *  - cementing: a pinned object that more than 64 old slots point to stays
+ *    in place after it is no longer pinned (it is a root until the next
+ *    major), and moves after a major;
+ *  - statistics count minors and their pauses apart from majors;
+ *  - four threads allocating lists concurrently with minors lose nothing;
+ *  - LULL_GC_DEBUG=check-cards catches a reference stored into an old
+ *    object without lull_store.
+ *
+ * Addresses compared across collections are kept XOR-masked so that the
+ * comparison itself does not pin the object (the stack is scanned).
+ */
+#include "check.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#define MASK ((uintptr_t)0x5a5a5a5a5a5a5a5aull)
+#define HIDE(p) ((uintptr_t)(p) ^ MASK)
+
+static void minor(void)
+{
+    lull_collect(LULL_GEN_NURSERY);
+}
+
+/* Run fn in a new attached thread while the caller is detached: a check
+ * that an object moved must not be defeated by a stale word on the
+ * caller's stack pinning it (the scan is conservative). */
+static void *fresh_main(void *fn)
+{
+    CHECK(lull_thread_attach() == 0, "attach");
+    ((void (*)(void))fn)();
+    lull_thread_detach();
+    return NULL;
+}
+
+static void run_fresh(void (*fn)(void))
+{
+    lull_thread_detach();
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fresh_main, (void *)fn) == 0, "pthread_create");
+    pthread_join(t, NULL);
+    CHECK(lull_thread_attach() == 0, "re-attach");
+}
+
+/* ---- promotion through a precise root ---------------------------------- */
+
+static void *precise_root[4];
+
+static NOINLINE void build_rooted(void)
+{
+    precise_root[0] = list_build(1000, 300);          /* a list: heap references */
+    struct refs *r = lull_alloc_array(&refs_type, 50);
+    CHECK(r, "alloc refs");
+    for (size_t i = 0; i < 50; i++)
+        LULL_SET(r, item[i], tnode_new(5000 + i));
+    precise_root[1] = r;
+    struct bytes *b = bytes_new(100, 77);               /* pointer-free array */
+    precise_root[2] = b;
+    precise_root[3] = precise_root[0];                  /* two roots, one object */
+}
+
+static uintptr_t rooted_before[4];
+
+static void promotion_build(void)
+{
+    build_rooted();
+    for (int i = 0; i < 4; i++)
+        rooted_before[i] = HIDE(precise_root[i]);
+}
+
+static void promotion_check(void)
+{
+    minor();
+    for (int i = 0; i < 3; i++)
+        CHECK(HIDE(precise_root[i]) != rooted_before[i],
+              "root %d: object reachable only from a precise root did not move", i);
+    CHECK(precise_root[3] == precise_root[0], "two roots to one object now differ: %p and %p",
+          precise_root[3], precise_root[0]);
+    list_verify(precise_root[0], 1000, 300, "promoted list");
+    struct refs *r = precise_root[1];
+    CHECK(lull_type_of(r) == &refs_type && lull_array_length(r) == 50, "promoted array: type or length lost");
+    for (size_t i = 0; i < 50; i++)
+        CHECK(tnode_ok(r->item[i], 5000 + i), "promoted array: element %zu", i);
+    bytes_verify(precise_root[2], 77, 100, "promoted pointer-free array");
+    /* Promoted objects stay put from now on (the major heap does not move). */
+    uintptr_t now = HIDE(precise_root[0]);
+    minor();
+    CHECK(HIDE(precise_root[0]) == now, "an object in the major heap moved");
+}
+
+static void test_promotion(void)
+{
+    CHECK(lull_root_add_refs(precise_root, 4) == 0, "lull_root_add_refs");
+    run_fresh(promotion_build);      /* built by one thread, */
+    run_fresh(promotion_check);      /* collected and checked by another */
+    lull_root_remove(precise_root);
+    for (int i = 0; i < 4; i++)
+        precise_root[i] = NULL;
+}
+
+/* ---- pinning ------------------------------------------------------------ */
+
+static void test_pinning(void)
+{
+    struct tnode *volatile held = tnode_new(42);
+    uintptr_t where = HIDE(held);
+    struct tnode *inner_target = tnode_new(43);
+    char *volatile interior = (char *)inner_target + 24;   /* only an interior pointer */
+    uintptr_t inner_where = HIDE(inner_target);
+    inner_target = NULL;
+    static void *range[1];                                 /* a conservative root range */
+    CHECK(lull_root_add(range, sizeof range) == 0, "lull_root_add");
+    range[0] = tnode_new(44);
+    uintptr_t range_where = HIDE(range[0]);
+    static const lull_type pinned_type = { .name = "pinned", .size = sizeof(struct tnode),
+                                           .refs = LULL_REF(struct tnode, next) };
+    struct tnode *volatile pinned = lull_alloc_pinned(&pinned_type);
+    uintptr_t pinned_where = HIDE(pinned);
+    clobber_stack();
+    minor();
+    minor();
+    CHECK(HIDE(held) == where && tnode_ok(held, 42), "an object held on the stack moved or changed");
+    struct tnode *it = (struct tnode *)(interior - 24);
+    CHECK(HIDE(it) == inner_where && tnode_ok(it, 43), "an object held by an interior pointer moved or changed");
+    CHECK(HIDE(range[0]) == range_where && tnode_ok(range[0], 44),
+          "an object in a conservative root range moved or changed");
+    CHECK(HIDE(pinned) == pinned_where, "a lull_alloc_pinned object moved");
+    /* Pinned objects keep their referents alive and updated. */
+    LULL_SET(held, next, tnode_new(45));
+    minor();
+    CHECK(tnode_ok(held->next, 45), "the referent of a pinned object was lost");
+    lull_root_remove(range);
+    range[0] = NULL;
+}
+
+/* ---- cards -------------------------------------------------------------- */
+
+static void test_cards(void)
+{
+    /* An old object (promoted), then young referents stored into it. */
+    struct refs *volatile old = lull_alloc_array(&refs_type, 200);
+    CHECK(old, "alloc");
+    void *root[1] = { (void *)old };                /* a precise root: the minor promotes it */
+    CHECK(lull_root_add_refs(root, 1) == 0, "root");
+    old = NULL;
+    clobber_stack();
+    minor();
+    struct refs *o = root[0];
+    for (size_t i = 0; i < 200; i += 3)
+        LULL_SET(o, item[i], tnode_new(9000 + i));
+    o = NULL;
+    clobber_stack();
+    minor();
+    o = root[0];
+    for (size_t i = 0; i < 200; i++)
+        CHECK(i % 3 ? o->item[i] == NULL : tnode_ok(o->item[i], 9000 + i),
+              "old array: element %zu after a minor", i);
+    lull_root_remove(root);
+
+    /* A large array of references: a few elements written, far apart. */
+    size_t n = 200000;
+    struct refs *big = lull_alloc_array(&refs_type, n);
+    CHECK(big, "alloc large refs");
+    uintptr_t big_where = HIDE(big);
+    const size_t idx[] = { 0, 1, 777, 65536, 100003, n - 1 };
+    for (size_t k = 0; k < sizeof idx / sizeof idx[0]; k++)
+        LULL_SET(big, item[idx[k]], tnode_new(20000 + k));
+    minor();
+    CHECK(HIDE(big) == big_where, "a large object moved");
+    for (size_t k = 0; k < sizeof idx / sizeof idx[0]; k++)
+        CHECK(tnode_ok(big->item[idx[k]], 20000 + k), "large array: element %zu lost", idx[k]);
+    for (size_t i = 2; i < 700; i++)
+        CHECK(big->item[i] == NULL, "large array: element %zu not NULL", i);
+}
+
+/* ---- cementing ---------------------------------------------------------- */
+
+#define OLD_SLOTS 200
+static void *olds[OLD_SLOTS];
+
+/* The hidden address of what every old slot points to, after checking
+ * that they all agree and the object is intact. The raw pointer lives only
+ * in this frame. */
+static NOINLINE uintptr_t popular_now(const char *when)
+{
+    struct tnode *p = ((struct tnode *)olds[0])->next;
+    for (int i = 0; i < OLD_SLOTS; i++)
+        CHECK(((struct tnode *)olds[i])->next == p, "%s: old slot %d disagrees", when, i);
+    CHECK(tnode_ok(p, 31000), "%s: the popular object is corrupt", when);
+    return HIDE(p);
+}
+
+static NOINLINE uintptr_t make_popular_and_collect(void)
+{
+    struct tnode *volatile popular = tnode_new(31000);
+    for (int i = 0; i < OLD_SLOTS; i++)
+        LULL_SET((struct tnode *)olds[i], next, popular);
+    minor();                         /* pinned, and more than 64 old slots: cemented */
+    return HIDE(popular);
+}
+
+static uintptr_t cemented_where;
+
+static void cementing_setup(void)
+{
+    for (int i = 0; i < OLD_SLOTS; i++)
+        olds[i] = tnode_new(30000 + (uint64_t)i);
+    minor();                         /* the olds are promoted */
+    uintptr_t where = make_popular_and_collect();
+    CHECK(popular_now("pinned") == where, "a pinned object moved");
+    cemented_where = where;
+}
+
+static void cementing_hold(void)
+{
+    minor();                         /* no longer pinned, but cemented: stays */
+    minor();
+    CHECK(popular_now("cemented") == cemented_where, "a cemented object moved before the next major");
+}
+
+static void cementing_reset(void)
+{
+    lull_collect(LULL_GEN_MAJOR);    /* cementing starts afresh */
+    minor();
+    CHECK(popular_now("after a major") != cemented_where,
+          "a formerly cemented object did not move after a major and a minor");
+}
+
+static void test_cementing(void)
+{
+    CHECK(lull_root_add_refs(olds, OLD_SLOTS) == 0, "root");
+    run_fresh(cementing_setup);
+    run_fresh(cementing_hold);
+    run_fresh(cementing_reset);
+    lull_root_remove(olds);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+static void *allocator(void *arg)
+{
+    uint64_t base = (uint64_t)(uintptr_t)arg;
+    CHECK(lull_thread_attach() == 0, "attach");
+    for (int round = 0; round < 20; round++) {
+        struct tnode *volatile l = list_build(base + (uint64_t)round * 100000, 5000);
+        for (int j = 0; j < 10; j++)
+            (void)tnode_new(1);       /* garbage */
+        if (round % 5 == 0)
+            minor();
+        list_verify(l, base + (uint64_t)round * 100000, 5000, "thread list");
+    }
+    lull_thread_detach();
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_create(&t[i], NULL, allocator, (void *)(uintptr_t)((uint64_t)(i + 1) << 40)) == 0,
+              "pthread_create");
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+}
+
+/* ---- check-cards -------------------------------------------------------- */
+
+static NOINLINE void store_without_barrier(struct tnode *old)
+{
+    old->next = tnode_new(2);                        /* no lull_store: no card */
+}
+
+static void missing_barrier(void)
+{
+    setenv("LULL_GC_DEBUG", "check-cards", 1);
+    CHECK(lull_init(NULL) == 0, "init");
+    void *root[1] = { lull_alloc_pinned(&tnode_type) };   /* in the major heap: old */
+    CHECK(root[0] && lull_root_add_refs(root, 1) == 0, "root");
+    store_without_barrier(root[0]);
+    clobber_stack();
+    minor();
+    _exit(0);
+}
+
+static void test_check_cards(void)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe");
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        missing_barrier();
+    }
+    close(fds[1]);
+    char buf[4096];
+    size_t len = 0;
+    ssize_t r;
+    while ((r = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = 0;
+    close(fds[0]);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(buf, "check-cards"),
+          "a store without lull_store was not caught by check-cards (status %d, stderr: %s)", st, buf);
+}
+
+int main(void)
+{
+    /* First, in a fresh process: no stale stack word can pin the young
+     * object (check-cards forgives a store whose target is pinned, which
+     * is what a thread stopped inside lull_store looks like). */
+    test_check_cards();
+    CHECK(lull_init(NULL) == 0, "lull_init");
+    lull_stats a = get_stats();
+    test_promotion();
+    test_pinning();
+    test_cards();
+    test_cementing();
+    test_threads();
+    lull_stats b = get_stats();
+    CHECK(b.collections_minor > a.collections_minor + 10, "minors not counted: %" PRIu64,
+          b.collections_minor - a.collections_minor);
+    CHECK(b.pauses_minor >= b.collections_minor && b.pauses_major >= b.collections_major,
+          "pauses by kind: %" PRIu64 " minor, %" PRIu64 " major", b.pauses_minor, b.pauses_major);
+    CHECK(b.pause_minor_max_ns > 0 && b.pause_minor_p50_ns <= b.pause_minor_p99_ns &&
+          b.pause_minor_p99_ns <= b.pause_minor_max_ns, "minor pause percentiles out of order");
+    lull_shutdown();
+    printf("nursery: ok (%" PRIu64 " minors, %" PRIu64 " majors)\n", b.collections_minor, b.collections_major);
+    return 0;
+}
