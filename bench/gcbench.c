@@ -166,17 +166,12 @@ int main(int argc, char **argv)
     }
     uint64_t t1 = gcshim_now_ns();
 
-    gcshim_stats s;
-    gcshim_get_stats(&s);
     char bench[32];
     if (threads == 1)
         snprintf(bench, sizeof bench, "gcbench");
     else
         snprintf(bench, sizeof bench, "gcbench_t%d", threads);
-    printf("RESULT gc=%s bench=%s time_ms=%.0f peak_rss_kb=%ld collections=%llu pauses=%llu "
-           "pause_max_us=%.0f pause_p99_us=%.0f pause_p50_us=%.0f\n",
-           GCSHIM_NAME, bench, (t1 - t0) / 1e6, gcshim_peak_rss_kb(), (unsigned long long)s.collections,
-           (unsigned long long)s.pauses, s.pause_max_ns / 1e3, s.pause_p99_ns / 1e3, s.pause_p50_ns / 1e3);
+    gcshim_report(bench, t1 - t0, "");
     gcshim_shutdown();
     return 0;
 }

@@ -10,6 +10,16 @@
  *   GCSHIM_SET(obj, field, value)            store a reference into a heap object
  *   gcshim_init(), gcshim_shutdown(), gcshim_thread_attach(), gcshim_thread_detach()
  *   gcshim_get_stats(&s)                     collections and pause percentiles
+ *   gcshim_report(bench, time_ns, extra)     print the RESULT line (+ extra "k=v ..."),
+ *                                            then a PAUSES line with every pause (us)
+ *   gcshim_series(bench, name, v, n)         print a SERIES line (e.g. frame times, ms)
+ *   gcshim_name()                            "lull", "boehm" or "boehm-incr"
+ *   GCSHIM_STORE(obj, slot_ptr, value)       store a reference through a pointer to a slot
+ *                                            inside obj (array elements): lull_store / plain store
+ *
+ * Boehm's incremental mode: gcshim_init() enables it (GC_enable_incremental,
+ * GC_set_time_limit) when the environment has GCSHIM_BOEHM_INCREMENTAL=<ms>;
+ * results then say gc=boehm-incr.
  *
  * Every object starts with a header word (lull's lull_header; an unused word
  * under Boehm), arrays with a header word and a length, so sizes match.
@@ -48,13 +58,26 @@ static inline void *gcshim_check(void *p, const char *what)
     return p;
 }
 
+/* Every pause, in order: filled by lull's pause hook or Boehm's collection
+ * event callback (neither may allocate). Beyond the capacity only the
+ * count grows. */
+#define GCSHIM_PAUSE_LOG_CAP (1u << 18)
+static uint64_t gcshim_pause_log[GCSHIM_PAUSE_LOG_CAP];
+static uint64_t gcshim_pause_log_n;
+
+static inline void gcshim_log_pause(uint64_t ns)
+{
+    if (gcshim_pause_log_n < GCSHIM_PAUSE_LOG_CAP)
+        gcshim_pause_log[gcshim_pause_log_n] = ns;
+    gcshim_pause_log_n++;
+}
+
 #ifndef USE_BOEHM
 /* ------------------------------------------------------------------------ */
 /* lull                                                                     */
 /* ------------------------------------------------------------------------ */
 #include <lull.h>
 
-#define GCSHIM_NAME "lull"
 typedef lull_header gcshim_header;
 typedef lull_array_header gcshim_array_header;
 typedef lull_type gcshim_type;
@@ -65,6 +88,7 @@ typedef lull_type gcshim_type;
 #define GCSHIM_ARRAY_TYPE(ident, T, esize, erefs) \
     static const gcshim_type ident = { .name = #T, .size = sizeof(T), .elem_size = (esize), .elem_refs = (erefs) }
 #define GCSHIM_SET(obj, field, value) LULL_SET(obj, field, value)
+#define GCSHIM_STORE(obj, slot, value) lull_store((obj), (void *)(slot), (value))
 
 static inline void *gcshim_alloc(const gcshim_type *t) { return gcshim_check(lull_alloc(t), t->name); }
 static inline void *gcshim_alloc_array(const gcshim_type *t, size_t n)
@@ -72,12 +96,21 @@ static inline void *gcshim_alloc_array(const gcshim_type *t, size_t n)
     return gcshim_check(lull_alloc_array(t, n), t->name);
 }
 
+static void gcshim_on_pause(const lull_pause_event *e, void *data)
+{
+    (void)data;
+    gcshim_log_pause(e->duration_ns);
+}
+
+static inline const char *gcshim_name(void) { return "lull"; }
+
 static inline void gcshim_init(void)
 {
     if (lull_init(NULL) != 0) {
         fprintf(stderr, "gcshim: lull_init failed\n");
         exit(1);
     }
+    lull_set_pause_hook(gcshim_on_pause, NULL);
 }
 static inline void gcshim_shutdown(void) { lull_shutdown(); }
 static inline void gcshim_thread_attach(void) { lull_thread_attach(); }
@@ -102,7 +135,6 @@ static inline void gcshim_get_stats(gcshim_stats *s)
 #define GC_NO_THREAD_REDIRECTS   /* threads register through gcshim_thread_attach */
 #include <gc.h>
 
-#define GCSHIM_NAME "boehm"
 typedef struct gcshim_header { uintptr_t word_; } gcshim_header;
 typedef struct gcshim_array_header { gcshim_header header; size_t length; } gcshim_array_header;
 typedef struct gcshim_type {
@@ -117,6 +149,7 @@ typedef struct gcshim_type {
 #define GCSHIM_ARRAY_TYPE(ident, T, esize, erefs) \
     static const gcshim_type ident = { #T, sizeof(T), (esize), (erefs) == 0 }
 #define GCSHIM_SET(obj, field, value) ((obj)->field = (value))
+#define GCSHIM_STORE(obj, slot, value) ((void)(obj), *(void **)(slot) = (value))
 
 static inline void *gcshim_alloc_bytes(const gcshim_type *t, size_t bytes)
 {
@@ -168,6 +201,7 @@ static void gcshim_on_event(GC_EventType e)
         gcshim_stop_start = 0;
         gcshim_hist[gcshim_bucket(d)]++;
         gcshim_pauses++;
+        gcshim_log_pause(d);
         if (d > gcshim_pause_max)
             gcshim_pause_max = d;
     }
@@ -188,11 +222,21 @@ static inline uint64_t gcshim_percentile(double p)
     return gcshim_pause_max;
 }
 
+static int gcshim_incremental;
+
+static inline const char *gcshim_name(void) { return gcshim_incremental ? "boehm-incr" : "boehm"; }
+
 static inline void gcshim_init(void)
 {
     GC_INIT();
     GC_allow_register_threads();
     GC_set_on_collection_event(gcshim_on_event);
+    const char *inc = getenv("GCSHIM_BOEHM_INCREMENTAL");
+    if (inc && *inc) {
+        gcshim_incremental = 1;
+        GC_enable_incremental();
+        GC_set_time_limit(atoi(inc));
+    }
 }
 static inline void gcshim_shutdown(void) {}
 static inline void gcshim_thread_attach(void)
@@ -224,6 +268,36 @@ static inline long gcshim_peak_rss_kb(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss;
+}
+
+/* RESULT gc=<name> bench=<bench> time_ms=... peak_rss_kb=... collections=...
+ * pauses=... pause_max_us=... pause_p99_us=... pause_p50_us=... <extra>
+ * PAUSES gc=<name> bench=<bench> n=<count> us=<d1>,<d2>,...   (every pause logged) */
+static inline void gcshim_report(const char *bench, uint64_t time_ns, const char *extra)
+{
+    gcshim_stats s;
+    gcshim_get_stats(&s);
+    printf("RESULT gc=%s bench=%s time_ms=%.1f peak_rss_kb=%ld collections=%llu pauses=%llu "
+           "pause_max_us=%.1f pause_p99_us=%.1f pause_p50_us=%.1f%s%s\n",
+           gcshim_name(), bench, time_ns / 1e6, gcshim_peak_rss_kb(), (unsigned long long)s.collections,
+           (unsigned long long)s.pauses, s.pause_max_ns / 1e3, s.pause_p99_ns / 1e3, s.pause_p50_ns / 1e3,
+           extra && *extra ? " " : "", extra ? extra : "");
+    uint64_t n = gcshim_pause_log_n < GCSHIM_PAUSE_LOG_CAP ? gcshim_pause_log_n : GCSHIM_PAUSE_LOG_CAP;
+    printf("PAUSES gc=%s bench=%s n=%llu us=", gcshim_name(), bench, (unsigned long long)n);
+    for (uint64_t i = 0; i < n; i++)
+        printf(i ? ",%.1f" : "%.1f", gcshim_pause_log[i] / 1e3);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* SERIES gc=<name> bench=<bench> name=<name> n=<count> values=<v1>,<v2>,... */
+static inline void gcshim_series(const char *bench, const char *name, const double *v, size_t n)
+{
+    printf("SERIES gc=%s bench=%s name=%s n=%zu values=", gcshim_name(), bench, name, n);
+    for (size_t i = 0; i < n; i++)
+        printf(i ? ",%.3f" : "%.3f", v[i]);
+    printf("\n");
+    fflush(stdout);
 }
 
 #endif /* GCSHIM_H */

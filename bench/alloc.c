@@ -1,0 +1,232 @@
+/*
+ * alloc.c — the cost of one small allocation, against malloc as a baseline.
+ *
+ * Four timed loops of N iterations each (N = 20,000,000 x --scale):
+ *
+ *   ns_per_alloc         allocate a 32-byte object with one reference field
+ *   ns_per_alloc_atomic  allocate a 32-byte pointer-free object
+ *   ns_per_malloc_free   malloc(32) then free() at once (baseline)
+ *   ns_per_malloc_ring   malloc(32), free the block allocated 64 iterations
+ *                        earlier (baseline with the same trickle as below)
+ *
+ * In the two collector loops every new object replaces the oldest entry of
+ * a 64-slot ring (a collector-allocated array of references held by a
+ * local, stored into with GCSHIM_STORE), so the compiler cannot drop the
+ * allocation and a realistic trickle of objects survives until the next
+ * collection; the figure therefore includes one array store (lull: its
+ * write barrier). The malloc ring loop keeps a plain 64-slot array the same
+ * way. Every loop checks the entry it drops (its sequence number must be
+ * the one stored 64 iterations earlier) and the rings are checked at the
+ * end; a mismatch means a live object was lost or reused, and the program
+ * exits 1. Each loop runs N/10 warm-up iterations first.
+ *
+ *   alloc_lull [-v] [--scale F]      (alloc_boehm: same)
+ *
+ * Prints one RESULT line (bench=alloc, time_ms = the whole run including
+ * warm-ups) with the extra keys allocs=N ns_per_alloc=... ns_per_alloc_atomic=...
+ * ns_per_malloc_free=... ns_per_malloc_ring=..., then the PAUSES line.
+ */
+#include "gcshim.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+enum { RING = 64 };                  /* a power of two */
+
+/* 32 bytes with one reference field. */
+typedef struct Cell {
+    gcshim_header h;
+    struct Cell *link;
+    uint64_t seq, tag;
+} Cell;
+GCSHIM_TYPE(cell_type, Cell, GCSHIM_REF(Cell, link));
+
+/* 32 bytes, pointer-free. */
+typedef struct Atom {
+    gcshim_header h;
+    uint64_t seq, tag, pad;
+} Atom;
+GCSHIM_TYPE(atom_type, Atom, 0);
+
+/* The ring of the last RING objects: an array of references. */
+typedef struct Ring {
+    gcshim_array_header a;
+    void *slot[];
+} Ring;
+GCSHIM_ARRAY_TYPE(ring_type, Ring, sizeof(void *), 1);
+
+/* The malloc baseline's 32-byte block. */
+typedef struct Plain {
+    uint64_t seq, tag, pad[2];
+} Plain;
+
+_Static_assert(sizeof(Cell) == 32 && sizeof(Atom) == 32 && sizeof(Plain) == 32, "32-byte objects");
+_Static_assert(offsetof(Cell, tag) == offsetof(Cell, seq) + 8 && offsetof(Atom, tag) == offsetof(Atom, seq) + 8 &&
+               offsetof(Plain, tag) == offsetof(Plain, seq) + 8, "check_ring reads the tag after seq");
+
+static int verbose;
+
+/* A tag that depends on the sequence number, to tell a live object from a
+ * reused slot that happens to hold a plausible sequence number. */
+static inline uint64_t tag_of(uint64_t seq) { return seq * 0x9E3779B97F4A7C15u ^ 0xA110Cu; }
+
+/* Make `p` visible to the compiler as used, so an allocation and its free
+ * cannot be elided. */
+static inline void escape(void *p) { __asm__ __volatile__("" : : "r"(p) : "memory"); }
+
+__attribute__((noinline, cold, noreturn))
+static void lost(const char *what, uint64_t seq, uint64_t found_seq, uint64_t found_tag)
+{
+    fprintf(stderr, "alloc: FAILED: %s: the object of sequence number %llu reads seq %llu tag %#llx "
+            "(expected tag %#llx): live data lost\n", what, (unsigned long long)seq,
+            (unsigned long long)found_seq, (unsigned long long)found_tag, (unsigned long long)tag_of(seq));
+    exit(1);
+}
+
+/* Sequence numbers i in [from, to): object i goes into ring slot i % RING,
+ * replacing object i - RING (if i >= RING). */
+static void cell_loop(Ring *ring, uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to; i++) {
+        Cell *c = gcshim_alloc(&cell_type);
+        c->seq = i;
+        c->tag = tag_of(i);
+        Cell *old = ring->slot[i % RING];
+        if (__builtin_expect(i >= RING && (old->seq != i - RING || old->tag != tag_of(i - RING)), 0))
+            lost("refs ring", i - RING, old->seq, old->tag);
+        GCSHIM_STORE(ring, &ring->slot[i % RING], c);
+    }
+}
+
+static void atom_loop(Ring *ring, uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to; i++) {
+        Atom *a = gcshim_alloc(&atom_type);
+        a->seq = i;
+        a->tag = tag_of(i);
+        Atom *old = ring->slot[i % RING];
+        if (__builtin_expect(i >= RING && (old->seq != i - RING || old->tag != tag_of(i - RING)), 0))
+            lost("pointer-free ring", i - RING, old->seq, old->tag);
+        GCSHIM_STORE(ring, &ring->slot[i % RING], a);
+    }
+}
+
+static void malloc_free_loop(uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to; i++) {
+        Plain *p = gcshim_check(malloc(sizeof(Plain)), "malloc");
+        p->seq = i;
+        escape(p);
+        free(p);
+    }
+}
+
+static void malloc_ring_loop(Plain **ring, uint64_t from, uint64_t to)
+{
+    for (uint64_t i = from; i < to; i++) {
+        Plain *p = gcshim_check(malloc(sizeof(Plain)), "malloc");
+        p->seq = i;
+        p->tag = tag_of(i);
+        Plain *old = ring[i % RING];
+        if (i >= RING) {
+            if (__builtin_expect(old->seq != i - RING || old->tag != tag_of(i - RING), 0))
+                lost("malloc ring", i - RING, old->seq, old->tag);
+            free(old);
+        }
+        ring[i % RING] = p;
+    }
+}
+
+/* The objects left in a ring after sequence numbers [0, end) went through
+ * it; `seq_offset` is the offset of their seq field (the tag follows it). */
+static void check_ring(const char *what, void *const *slot, uint64_t end, size_t seq_offset)
+{
+    for (uint64_t i = end - RING; i < end; i++) {
+        const uint64_t *f = (const uint64_t *)((const char *)slot[i % RING] + seq_offset);
+        if (f[0] != i || f[1] != tag_of(i))
+            lost(what, i, f[0], f[1]);
+    }
+}
+
+static void usage(const char *argv0)
+{
+    fprintf(stderr, "usage: %s [-v] [--scale F]\n", argv0);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    double scale = 1.0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v")) {
+            verbose = 1;
+        } else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
+            char *end;
+            scale = strtod(argv[++i], &end);
+            if (*end || !(scale > 0) || !isfinite(scale))
+                usage(argv[0]);
+        } else {
+            usage(argv[0]);
+        }
+    }
+    uint64_t n = (uint64_t)(20000000.0 * scale);
+    if (n < 10 * RING)
+        n = 10 * RING;
+    uint64_t warm = n / 10;
+
+    gcshim_init();
+    uint64_t t0 = gcshim_now_ns();
+
+    /* Held by locals (roots) until the final checks. */
+    Ring *cells = gcshim_alloc_array(&ring_type, RING);
+    Ring *atoms = gcshim_alloc_array(&ring_type, RING);
+    Plain *plain[RING] = { 0 };
+
+    uint64_t s, ns_cell, ns_atom, ns_mfree, ns_mring;
+
+    cell_loop(cells, 0, warm);
+    s = gcshim_now_ns();
+    cell_loop(cells, warm, warm + n);
+    ns_cell = gcshim_now_ns() - s;
+    if (verbose)
+        fprintf(stderr, "alloc: %llu objects with a reference: %.0f ms\n", (unsigned long long)n, ns_cell / 1e6);
+
+    atom_loop(atoms, 0, warm);
+    s = gcshim_now_ns();
+    atom_loop(atoms, warm, warm + n);
+    ns_atom = gcshim_now_ns() - s;
+    if (verbose)
+        fprintf(stderr, "alloc: %llu pointer-free objects: %.0f ms\n", (unsigned long long)n, ns_atom / 1e6);
+
+    malloc_free_loop(0, warm);
+    s = gcshim_now_ns();
+    malloc_free_loop(warm, warm + n);
+    ns_mfree = gcshim_now_ns() - s;
+    if (verbose)
+        fprintf(stderr, "alloc: %llu malloc+free pairs: %.0f ms\n", (unsigned long long)n, ns_mfree / 1e6);
+
+    malloc_ring_loop(plain, 0, warm);
+    s = gcshim_now_ns();
+    malloc_ring_loop(plain, warm, warm + n);
+    ns_mring = gcshim_now_ns() - s;
+    if (verbose)
+        fprintf(stderr, "alloc: %llu mallocs through a %d-slot ring: %.0f ms\n", (unsigned long long)n, RING,
+                ns_mring / 1e6);
+
+    check_ring("refs ring", cells->slot, warm + n, offsetof(Cell, seq));
+    check_ring("pointer-free ring", atoms->slot, warm + n, offsetof(Atom, seq));
+    check_ring("malloc ring", (void *const *)plain, warm + n, offsetof(Plain, seq));
+    for (int i = 0; i < RING; i++)
+        free(plain[i]);
+    uint64_t t1 = gcshim_now_ns();
+
+    char extra[256];
+    snprintf(extra, sizeof extra,
+             "allocs=%llu ns_per_alloc=%.2f ns_per_alloc_atomic=%.2f ns_per_malloc_free=%.2f ns_per_malloc_ring=%.2f",
+             (unsigned long long)n, (double)ns_cell / n, (double)ns_atom / n, (double)ns_mfree / n,
+             (double)ns_mring / n);
+    gcshim_report("alloc", t1 - t0, extra);
+    gcshim_shutdown();
+    return 0;
+}

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""bench/report.py — turn bench/run's raw lines into the comparison table,
+results.json, pauses.svg and frames.svg. Called by bench/run; standard
+library only.
+
+Raw lines (one per line, written by bench/run from the benchmarks' stdout):
+  RESULT label=L run=I gc=G bench=B time_ms=... k=v ...
+  PAUSES label=L run=I gc=G bench=B n=N us=d1,d2,...
+  SERIES label=L run=I gc=G bench=B name=NAME n=N values=v1,v2,...
+  FAIL   label=L gc=G run=I reason=R [detail=D]
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+GC_ORDER = ["lull", "boehm", "boehm-incr"]
+COLORS = {"lull": "#1f77b4", "boehm": "#ff7f0e", "boehm-incr": "#2ca02c"}
+STANDARD = ["time_ms", "peak_rss_kb", "collections", "pauses", "pause_max_us", "pause_p99_us", "pause_p50_us"]
+# Benchmark-specific figures: key -> (label, format, lower is better)
+EXTRAS = {
+    "frame_p50_ms": ("frame p50 {:.2f} ms", True),
+    "frame_p99_ms": ("frame p99 {:.2f} ms", True),
+    "frame_max_ms": ("frame max {:.1f} ms", True),
+    "frames_over_16ms": ("{:.0f} frames > 16.6 ms", True),
+    "rps": ("{:.0f} req/s", False),
+    "req_p50_us": ("request p50 {:.0f} us", True),
+    "req_p99_us": ("request p99 {:.0f} us", True),
+    "req_max_us": ("request max {:.0f} us", True),
+    "ns_per_alloc": ("{:.1f} ns/alloc", True),
+    "ns_per_alloc_atomic": ("{:.1f} ns/alloc (pointer-free)", True),
+    "ns_per_malloc_free": ("malloc+free {:.1f} ns", True),
+    "ns_per_store": ("{:.2f} ns/store", True),
+    "ns_per_raw_store": ("raw store {:.2f} ns", True),
+}
+# Figures that do not depend on the collector: shown, never compared.
+BASELINES = {"ns_per_malloc_free", "ns_per_raw_store"}
+
+
+def parse(path):
+    results, pauses, series, fails = [], {}, {}, []
+    for line in open(path):
+        parts = line.split()
+        if not parts:
+            continue
+        kind, fields = parts[0], {}
+        for kv in parts[1:]:
+            k, _, v = kv.partition("=")
+            fields[k] = v
+        key = (fields.get("label"), fields.get("gc"), int(fields.get("run", 0)))
+        if kind == "RESULT":
+            results.append(fields)
+        elif kind == "PAUSES":
+            vals = fields.get("us", "")
+            pauses[key] = [float(x) for x in vals.split(",") if x]
+        elif kind == "SERIES":
+            vals = fields.get("values", "")
+            series[key + (fields.get("name"),)] = [float(x) for x in vals.split(",") if x]
+        elif kind == "FAIL":
+            fails.append(fields)
+    return results, pauses, series, fails
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def fmt_ms(us):
+    if us is None:
+        return ""
+    ms = us / 1000.0
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.1f}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return ""
+    return f"{a / b:.2f}x"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for a in ["raw", "out", "command", "runs", "date", "machine", "compiler", "boehm", "commit", "quick"]:
+        ap.add_argument("--" + a, required=True)
+    args = ap.parse_args()
+    results, pauses, series, fails = parse(args.raw)
+
+    labels = []
+    for r in results + fails:
+        if r["label"] not in labels:
+            labels.append(r["label"])
+
+    # Medians per (label, gc).
+    med = {}
+    for label in labels:
+        for gc in GC_ORDER:
+            rows = [r for r in results if r["label"] == label and r["gc"] == gc]
+            if not rows:
+                continue
+            m = {}
+            for k in set().union(*(r.keys() for r in rows)):
+                vals = [num(r.get(k)) for r in rows]
+                vals = [v for v in vals if v is not None]
+                if vals and k not in ("run",):
+                    m[k] = statistics.median(vals)
+            m["_runs"] = len(rows)
+            med[(label, gc)] = m
+
+    def fail_note(label, gc):
+        fs = [f for f in fails if f["label"] == label and f["gc"] == gc]
+        if not fs:
+            return ""
+        reasons = sorted(set(f["reason"] + (": " + f["detail"].replace("_", " ") if f.get("detail", "none") != "none" else "") for f in fs))
+        return f"FAILED {len(fs)} of {len(fs) + med.get((label, gc), {}).get('_runs', 0)} runs: " + "; ".join(reasons)
+
+    head = ["benchmark", "gc", "time (ms)", "peak RSS (MiB)", "collections", "max pause (ms)", "p99 pause (ms)",
+            "p50 pause (ms)", "other"]
+    table = [head]
+    for label in labels:
+        for gc in GC_ORDER:
+            m = med.get((label, gc))
+            note = fail_note(label, gc)
+            if m is None and not note:
+                continue
+            if m is None:
+                table.append([label, gc, "FAILED", "", "", "", "", "", note])
+                continue
+            other = []
+            for k, (fmt, _) in EXTRAS.items():
+                if k in m:
+                    other.append(fmt.format(m[k]))
+            if note:
+                other.append(note)
+            table.append([label, gc, f"{m['time_ms']:.0f}", f"{m['peak_rss_kb'] / 1024:.1f}",
+                          f"{m['collections']:.0f}", fmt_ms(m.get("pause_max_us")), fmt_ms(m.get("pause_p99_us")),
+                          fmt_ms(m.get("pause_p50_us")), ", ".join(other)])
+        a = med.get((label, "lull"))
+        for peer in ["boehm", "boehm-incr"]:
+            b = med.get((label, peer))
+            if a is None or b is None:
+                continue
+            other = []
+            for k, (fmt, _) in EXTRAS.items():
+                if k in a and k in b and k not in BASELINES:
+                    other.append(f"{k} {ratio(a[k], b[k])}")
+            table.append([label, "lull/" + peer, ratio(a["time_ms"], b["time_ms"]),
+                          ratio(a["peak_rss_kb"], b["peak_rss_kb"]), "",
+                          ratio(a.get("pause_max_us"), b.get("pause_max_us")),
+                          ratio(a.get("pause_p99_us"), b.get("pause_p99_us")),
+                          ratio(a.get("pause_p50_us"), b.get("pause_p50_us")), ", ".join(other)])
+
+    widths = [max(len(r[i]) for r in table) for i in range(len(head))]
+    lines = []
+    for n, r in enumerate(table):
+        cells = [c.ljust(w) if i in (0, 1, 8) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        lines.append("| " + " | ".join(cells) + " |")
+        if n == 0:
+            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    preamble = [
+        f"$ {args.command}",
+        f"{args.date}; {args.machine}",
+        f"compiler: {args.compiler}; Release build; Boehm GC {args.boehm}; lull {args.commit}; "
+        f"medians of {args.runs} run(s), collectors alternating" + ("; --quick sizes" if args.quick == "1" else ""),
+        "",
+    ]
+    text = "\n".join(preamble + lines) + "\n"
+    print()
+    print(text, end="")
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(text)
+
+    # JSON: everything, raw.
+    doc = {
+        "command": args.command, "date": args.date, "machine": args.machine, "compiler": args.compiler,
+        "boehm_version": args.boehm, "lull_commit": args.commit, "runs_per_collector": int(args.runs),
+        "quick": args.quick == "1",
+        "runs": [], "failures": fails,
+        "medians": [{"benchmark": l, "gc": g, **{k: v for k, v in m.items() if not k.startswith("_")}}
+                    for (l, g), m in med.items()],
+    }
+    for r in results:
+        key = (r["label"], r["gc"], int(r["run"]))
+        entry = {"benchmark": r["label"], "gc": r["gc"], "run": int(r["run"]),
+                 "figures": {k: num(v) for k, v in r.items() if k not in ("label", "gc", "run", "bench")},
+                 "pauses_us": pauses.get(key, [])}
+        for (l, g, i, name), vals in series.items():
+            if (l, g, i) == key:
+                entry.setdefault("series", {})[name] = vals
+        doc["runs"].append(entry)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+
+    with open(os.path.join(args.out, "pauses.svg"), "w") as f:
+        f.write(pause_svg(labels, pauses, fails, args))
+    with open(os.path.join(args.out, "frames.svg"), "w") as f:
+        f.write(frames_svg(results, series, fails, args))
+
+
+def esc(s):
+    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def pause_svg(labels, pauses, fails, args):
+    """One panel per benchmark: the cumulative distribution of pause times
+    (all runs pooled) of each collector, log-scaled time axis."""
+    pw, ph, ml, mr, mt, mb = 420, 240, 55, 15, 30, 40
+    cols = 2
+    rows = max(1, math.ceil(len(labels) / cols))
+    W, H = cols * pw, rows * ph + 50
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="10" y="18" font-size="14">Pause-time distribution (fraction of pauses at most x), '
+           f'{esc(args.date)}, {esc(args.command)}</text>',
+           f'<text x="10" y="34" fill="#555">{esc(args.machine)}</text>']
+    for n, label in enumerate(labels):
+        ox, oy = (n % cols) * pw, 45 + (n // cols) * ph
+        x0, y0, x1, y1 = ox + ml, oy + mt, ox + pw - mr, oy + ph - mb
+        data = {}
+        for gc in GC_ORDER:
+            vals = sorted(v for (l, g, _), vs in pauses.items() if l == label and g == gc for v in vs if v > 0)
+            if vals:
+                data[gc] = vals
+        out.append(f'<text x="{ox + ml}" y="{oy + 18}" font-size="12" font-weight="bold">{esc(label)}</text>')
+        out.append(f'<rect x="{x0}" y="{y0}" width="{x1 - x0}" height="{y1 - y0}" fill="none" stroke="#999"/>')
+        if not data:
+            out.append(f'<text x="{x0 + 10}" y="{(y0 + y1) / 2}" fill="#a00">no pauses recorded</text>')
+        lo = min((v[0] for v in data.values()), default=10.0)
+        hi = max((v[-1] for v in data.values()), default=1e4)
+        dlo, dhi = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+        if dhi <= dlo:
+            dhi = dlo + 1
+
+        def X(v):
+            return x0 + (math.log10(v) - dlo) / (dhi - dlo) * (x1 - x0)
+
+        def Y(p):
+            return y1 - p * (y1 - y0)
+
+        for d in range(dlo, dhi + 1):
+            x = X(10 ** d)
+            us = 10 ** d
+            lab = f"{us:.0f} us" if us < 1000 else (f"{us / 1000:.0f} ms" if us < 1e6 else f"{us / 1e6:.0f} s")
+            out.append(f'<line x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y1}" stroke="#eee"/>')
+            out.append(f'<text x="{x:.1f}" y="{y1 + 14}" text-anchor="middle">{lab}</text>')
+        for p in (0, 0.5, 0.9, 0.99, 1):
+            y = Y(p)
+            out.append(f'<line x1="{x0}" y1="{y:.1f}" x2="{x1}" y2="{y:.1f}" stroke="#eee"/>')
+            out.append(f'<text x="{x0 - 4}" y="{y + 4:.1f}" text-anchor="end">{p:g}</text>')
+        legend_y = y0 + 14
+        for gc, vals in data.items():
+            nv = len(vals)
+            pts = []
+            for i, v in enumerate(vals):
+                pts.append(f"{X(v):.1f},{Y(i / nv):.1f}")
+                pts.append(f"{X(v):.1f},{Y((i + 1) / nv):.1f}")
+            out.append(f'<polyline fill="none" stroke="{COLORS[gc]}" stroke-width="1.5" points="{" ".join(pts)}"/>')
+            out.append(f'<text x="{x0 + 8}" y="{legend_y}" fill="{COLORS[gc]}">{gc}: {nv} pauses, '
+                       f'max {fmt_ms(vals[-1])} ms</text>')
+            legend_y += 13
+        for f in fails:
+            if f["label"] == label:
+                out.append(f'<text x="{x0 + 8}" y="{legend_y}" fill="#a00">{esc(f["gc"])} run {esc(f["run"])} '
+                           f'failed: {esc(f["reason"])}</text>')
+                legend_y += 13
+        out.append(f'<text x="{(x0 + x1) / 2}" y="{y1 + 28}" text-anchor="middle" fill="#555">pause</text>')
+    out.append("</svg>\n")
+    return "\n".join(out)
+
+
+def frames_svg(results, series, fails, args):
+    """The game loop's frame times over the run, one line per collector (the
+    run with the median total time), with the 16.6 ms frame budget."""
+    W, H, ml, mr, mt, mb = 900, 360, 60, 20, 50, 45
+    x0, y0, x1, y1 = ml, mt, W - mr, H - mb
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="10" y="18" font-size="14">gameloop: frame time per frame, {esc(args.date)}, '
+           f'{esc(args.command)}</text>',
+           f'<text x="10" y="34" fill="#555">{esc(args.machine)}</text>']
+    lines = {}
+    for gc in GC_ORDER:
+        rows = sorted((float(r["time_ms"]), int(r["run"])) for r in results if r["label"] == "gameloop" and r["gc"] == gc)
+        if not rows:
+            continue
+        run = rows[len(rows) // 2][1]
+        vals = series.get(("gameloop", gc, run, "frame_ms"))
+        if vals:
+            lines[gc] = vals
+    if not lines:
+        out.append(f'<text x="{x0 + 10}" y="{(y0 + y1) / 2}" fill="#a00">no frame times recorded</text>')
+    nmax = max((len(v) for v in lines.values()), default=1)
+    p99s = sorted(statistics.quantiles(v, n=100)[98] if len(v) > 1 else v[0] for v in lines.values())
+    top = max([33.3] + [p * 1.5 for p in p99s])
+    top = 10 * math.ceil(top / 10)
+
+    def X(i):
+        return x0 + i / max(1, nmax - 1) * (x1 - x0)
+
+    def Y(v):
+        return y1 - min(v, top) / top * (y1 - y0)
+
+    out.append(f'<rect x="{x0}" y="{y0}" width="{x1 - x0}" height="{y1 - y0}" fill="none" stroke="#999"/>')
+    for t in range(0, int(top) + 1, max(5, int(top) // 8 // 5 * 5 or 5)):
+        out.append(f'<line x1="{x0}" y1="{Y(t):.1f}" x2="{x1}" y2="{Y(t):.1f}" stroke="#eee"/>')
+        out.append(f'<text x="{x0 - 4}" y="{Y(t) + 4:.1f}" text-anchor="end">{t} ms</text>')
+    out.append(f'<line x1="{x0}" y1="{Y(16.6):.1f}" x2="{x1}" y2="{Y(16.6):.1f}" stroke="#c00" stroke-dasharray="4 3"/>')
+    out.append(f'<text x="{x1 - 4}" y="{Y(16.6) - 4:.1f}" text-anchor="end" fill="#c00">16.6 ms (60 fps)</text>')
+    for i in range(0, nmax, max(1, nmax // 10)):
+        out.append(f'<text x="{X(i):.1f}" y="{y1 + 14}" text-anchor="middle">{i}</text>')
+    out.append(f'<text x="{(x0 + x1) / 2}" y="{y1 + 30}" text-anchor="middle" fill="#555">frame '
+               f'(values above {top:.0f} ms drawn at the top)</text>')
+    ly = y0 + 14
+    for gc, vals in lines.items():
+        pts = " ".join(f"{X(i):.1f},{Y(v):.1f}" for i, v in enumerate(vals))
+        out.append(f'<polyline fill="none" stroke="{COLORS[gc]}" stroke-width="1" opacity="0.8" points="{pts}"/>')
+        over = sum(1 for v in vals if v > 16.6)
+        out.append(f'<text x="{x0 + 8}" y="{ly}" fill="{COLORS[gc]}">{gc}: {len(vals)} frames, max {max(vals):.1f} ms, '
+                   f'{over} over 16.6 ms</text>')
+        ly += 13
+    for f in fails:
+        if f["label"] == "gameloop":
+            out.append(f'<text x="{x0 + 8}" y="{ly}" fill="#a00">{esc(f["gc"])} run {esc(f["run"])} failed: '
+                       f'{esc(f["reason"])}</text>')
+            ly += 13
+    out.append("</svg>\n")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
