@@ -277,11 +277,22 @@ static inline void gcshim_report(const char *bench, uint64_t time_ns, const char
 {
     gcshim_stats s;
     gcshim_get_stats(&s);
+    char kinds[256] = "";
+#ifndef USE_BOEHM
+    /* lull: minor and major pauses apart. */
+    lull_stats ls;
+    lull_get_stats(&ls);
+    snprintf(kinds, sizeof kinds,
+             " minor_pauses=%llu minor_p50_us=%.1f minor_p99_us=%.1f minor_max_us=%.1f major_pauses=%llu "
+             "major_max_us=%.1f",
+             (unsigned long long)ls.pauses_minor, ls.pause_minor_p50_ns / 1e3, ls.pause_minor_p99_ns / 1e3,
+             ls.pause_minor_max_ns / 1e3, (unsigned long long)ls.pauses_major, ls.pause_major_max_ns / 1e3);
+#endif
     printf("RESULT gc=%s bench=%s time_ms=%.1f peak_rss_kb=%ld collections=%llu pauses=%llu "
-           "pause_max_us=%.1f pause_p99_us=%.1f pause_p50_us=%.1f%s%s\n",
+           "pause_max_us=%.1f pause_p99_us=%.1f pause_p50_us=%.1f%s%s%s\n",
            gcshim_name(), bench, time_ns / 1e6, gcshim_peak_rss_kb(), (unsigned long long)s.collections,
            (unsigned long long)s.pauses, s.pause_max_ns / 1e3, s.pause_p99_ns / 1e3, s.pause_p50_ns / 1e3,
-           extra && *extra ? " " : "", extra ? extra : "");
+           kinds, extra && *extra ? " " : "", extra ? extra : "");
     uint64_t n = gcshim_pause_log_n < GCSHIM_PAUSE_LOG_CAP ? gcshim_pause_log_n : GCSHIM_PAUSE_LOG_CAP;
     printf("PAUSES gc=%s bench=%s n=%llu us=", gcshim_name(), bench, (unsigned long long)n);
     for (uint64_t i = 0; i < n; i++)

@@ -21,6 +21,11 @@ COLORS = {"lull": "#1f77b4", "boehm": "#ff7f0e", "boehm-incr": "#2ca02c"}
 STANDARD = ["time_ms", "peak_rss_kb", "collections", "pauses", "pause_max_us", "pause_p99_us", "pause_p50_us"]
 # Benchmark-specific figures: key -> (label, format, lower is better)
 EXTRAS = {
+    "minor_p50_us": ("minor pauses p50 {:.0f} us", True),
+    "minor_p99_us": ("p99 {:.0f} us", True),
+    "minor_max_us": ("max {:.0f} us", True),
+    "major_pauses": ("{:.0f} majors", True),
+    "major_max_us": ("major max {:.0f} us", True),
     "frame_p50_ms": ("frame p50 {:.2f} ms", True),
     "frame_p99_ms": ("frame p99 {:.2f} ms", True),
     "frame_max_ms": ("frame max {:.1f} ms", True),
