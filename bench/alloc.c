@@ -149,27 +149,12 @@ static void check_ring(const char *what, void *const *slot, uint64_t end, size_t
     }
 }
 
-static void usage(const char *argv0)
-{
-    fprintf(stderr, "usage: %s [-v] [--scale F]\n", argv0);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
     double scale = 1.0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v")) {
-            verbose = 1;
-        } else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
-            char *end;
-            scale = strtod(argv[++i], &end);
-            if (*end || !(scale > 0) || !isfinite(scale))
-                usage(argv[0]);
-        } else {
-            usage(argv[0]);
-        }
-    }
+    for (int i = 1; i < argc; i++)
+        if (!gcshim_common_option(argc, argv, &i, &scale, &verbose, gcshim_usage))
+            gcshim_usage(argv[0]);
     uint64_t n = (uint64_t)(20000000.0 * scale);
     if (n < 10 * RING)
         n = 10 * RING;

@@ -149,27 +149,12 @@ static size_t verify(Table *t, size_t n, const Obj **seen, const Obj **stack)
     return reachable;
 }
 
-static void usage(const char *argv0)
-{
-    fprintf(stderr, "usage: %s [-v] [--scale F]\n", argv0);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
     double scale = 1.0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v")) {
-            verbose = 1;
-        } else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
-            char *end;
-            scale = strtod(argv[++i], &end);
-            if (*end || !(scale > 0) || !isfinite(scale))
-                usage(argv[0]);
-        } else {
-            usage(argv[0]);
-        }
-    }
+    for (int i = 1; i < argc; i++)
+        if (!gcshim_common_option(argc, argv, &i, &scale, &verbose, gcshim_usage))
+            gcshim_usage(argv[0]);
     double kd = 100000.0 * scale, md = 50000000.0 * scale;
     size_t n = kd < 1000 ? 1000 : kd > 1e9 ? 1000000000 : (size_t)kd;
     uint64_t m = md < 1000 ? 1000 : (uint64_t)md;

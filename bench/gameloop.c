@@ -125,30 +125,7 @@ static int verbose;
 /* Deterministic randomness: both collectors do exactly the same work.      */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t mix64(uint64_t x) /* splitmix64's finaliser */
-{
-    x += 0x9e3779b97f4a7c15u;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-    return x ^ (x >> 31);
-}
-
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t seed) { rng_state = mix64(seed) | 1; }
-
-static uint64_t rng_next(void) /* xorshift64* */
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1du;
-}
-
-/* Uniform in [0, n), n < 2^32. */
-static uint32_t rng_below(uint32_t n) { return (uint32_t)(((rng_next() >> 32) * n) >> 32); }
+/* gcshim.h: gcshim_mix64, gcshim_rng_seed/next/below. */
 
 /* ------------------------------------------------------------------------ */
 
@@ -158,9 +135,9 @@ static void fail(const char *what, uint64_t a, uint64_t b)
     exit(1);
 }
 
-static uint32_t entity_check(uint64_t id, uint32_t pos) { return (uint32_t)(mix64(id * 0x1000193u ^ pos) >> 32); }
+static uint32_t entity_check(uint64_t id, uint32_t pos) { return (uint32_t)(gcshim_mix64(id * 0x1000193u ^ pos) >> 32); }
 
-static double entity_mass(uint64_t id) { return 1.0 + (double)(mix64(id ^ 0x6d617373u) & 1023) / 1024.0; }
+static double entity_mass(uint64_t id) { return 1.0 + (double)(gcshim_mix64(id ^ 0x6d617373u) & 1023) / 1024.0; }
 
 /* A new entity with its component, not linked to anything yet. */
 static Entity *new_entity(uint64_t id, uint32_t pos)
@@ -170,7 +147,7 @@ static Entity *new_entity(uint64_t id, uint32_t pos)
     e->pos = pos;
     e->check = entity_check(id, pos);
     Comp *c = gcshim_alloc_array(&comp_type, kCompLen);
-    uint64_t h = mix64(id);
+    uint64_t h = gcshim_mix64(id);
     for (int i = 0; i < 3; i++) {
         c->v[i] = (double)((h >> (i * 16)) & 0xffff) / 32768.0 - 1.0; /* position in [-1, 1) */
         c->v[3 + i] = 0.0;                                            /* velocity */
@@ -212,7 +189,7 @@ static World *build_world(uint32_t n)
 /* What temporary i of frame f is, and its sizes: a function of (f, i) only,
  * so the end-of-frame check can recompute it. */
 enum { kVec, kMsg, kBytes, kRefs };
-static uint64_t temp_hash(uint32_t f, uint32_t i) { return mix64(((uint64_t)f << 32) | i); }
+static uint64_t temp_hash(uint32_t f, uint32_t i) { return gcshim_mix64(((uint64_t)f << 32) | i); }
 static int temp_kind(uint64_t h)
 {
     unsigned r = (unsigned)(h % 100);
@@ -220,7 +197,7 @@ static int temp_kind(uint64_t h)
 }
 static size_t bytes_len(uint64_t h) { return 8 + (size_t)((h >> 8) % 113); }
 static size_t refs_len(uint64_t h) { return 2 + (size_t)((h >> 8) % 7); }
-static uint32_t refs_target(uint64_t h, size_t j, uint32_t i) { return (uint32_t)(mix64(h + j) % i); }
+static uint32_t refs_target(uint64_t h, size_t j, uint32_t i) { return (uint32_t)(gcshim_mix64(h + j) % i); }
 
 /* Allocate the frame's temporaries into a new scratch array. */
 static RefArray *alloc_temps(uint32_t f, World *w, uint32_t n)
@@ -248,7 +225,7 @@ static RefArray *alloc_temps(uint32_t f, World *w, uint32_t n)
                 GCSHIM_SET(m, next, last_msg);
             if (last_vec)
                 GCSHIM_SET(m, payload, last_vec);
-            GCSHIM_SET(m, target, w->e[rng_below(n)]);
+            GCSHIM_SET(m, target, w->e[gcshim_rng_below(n)]);
             last_msg = m;
             obj = m;
             break;
@@ -351,7 +328,7 @@ static int partner_slot(const Entity *q, const Entity *p, const SlotRef *ex, int
  * ids up to date. */
 static void replace_entity(World *w, uint32_t n, uint64_t *next_id, uint64_t *id_sum)
 {
-    uint32_t pos = rng_below(n);
+    uint32_t pos = gcshim_rng_below(n);
     Entity *old = w->e[pos];
     check_entity(old, "world entity damaged (replace)");
     if (old->pos != pos)
@@ -379,10 +356,10 @@ static void replace_entity(World *w, uint32_t n, uint64_t *next_id, uint64_t *id
  * the two picks are the same edge (nothing done). */
 static int rewire_edge(World *w, uint32_t n)
 {
-    Entity *p = w->e[rng_below(n)];
-    int k = (int)rng_below(kNeighbours);
-    Entity *r = w->e[rng_below(n)];
-    int j = (int)rng_below(kNeighbours);
+    Entity *p = w->e[gcshim_rng_below(n)];
+    int k = (int)gcshim_rng_below(kNeighbours);
+    Entity *r = w->e[gcshim_rng_below(n)];
+    int j = (int)gcshim_rng_below(kNeighbours);
     Entity *q = p->nb[k];
     SlotRef ex[3] = {{p, k}, {NULL, -1}, {r, j}};
     int kq = partner_slot(q, p, ex, 1);
@@ -513,27 +490,12 @@ static double percentile(const double *v, uint32_t n, double pct)
     return v[i < n ? i : n - 1];
 }
 
-static void usage(const char *argv0)
-{
-    fprintf(stderr, "usage: %s [-v] [--scale F]   (0 < F <= 10, default 1)\n", argv0);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
     double scale = 1.0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v")) {
-            verbose = 1;
-        } else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
-            char *end;
-            scale = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(scale > 0 && scale <= 10))
-                usage(argv[0]);
-        } else {
-            usage(argv[0]);
-        }
-    }
+    for (int i = 1; i < argc; i++)
+        if (!gcshim_common_option(argc, argv, &i, &scale, &verbose, gcshim_usage))
+            gcshim_usage(argv[0]);
     const uint32_t n = scaled(kEntities, scale, kMinEntities);
     const uint32_t frames = scaled(kFrames, scale, kMinFrames);
     double *frame_ms = malloc(frames * sizeof *frame_ms);
@@ -544,7 +506,7 @@ int main(int argc, char **argv)
     }
 
     gcshim_init();
-    rng_seed(60);
+    gcshim_rng_seed(60);
     uint64_t t0 = gcshim_now_ns();
 
     World *volatile world = build_world(n);

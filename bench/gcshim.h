@@ -261,6 +261,61 @@ static inline void gcshim_get_stats(gcshim_stats *s)
 }
 #endif
 
+/* Deterministic randomness, so that both collectors do the same work:
+ * splitmix64's finaliser, and xorshift64* seeded from it. */
+static inline uint64_t gcshim_mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+static uint64_t gcshim_rng_state;
+
+static inline void gcshim_rng_seed(uint64_t seed) { gcshim_rng_state = gcshim_mix64(seed) | 1; }
+
+static inline uint64_t gcshim_rng_next(void)
+{
+    uint64_t x = gcshim_rng_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    gcshim_rng_state = x;
+    return x * 0x2545f4914f6cdd1du;
+}
+
+/* Uniform in [0, n), n < 2^32. */
+static inline uint32_t gcshim_rng_below(uint32_t n) { return (uint32_t)(((gcshim_rng_next() >> 32) * n) >> 32); }
+
+/* Usage of a benchmark that takes only the common options. */
+static inline void gcshim_usage(const char *argv0)
+{
+    fprintf(stderr, "usage: %s [-v] [--scale F]   (0 < F <= 10, default 1)\n", argv0);
+    exit(2);
+}
+
+/* The options every benchmark takes: -v, and --scale F (0 < F <= 10).
+ * Returns 1 when argv[*i] was one of them (its value consumed), 0 when it
+ * is the caller's to parse; a bad value calls usage(argv[0]), which exits. */
+static inline int gcshim_common_option(int argc, char **argv, int *i, double *scale, int *verbose,
+                                       void (*usage)(const char *))
+{
+    if (!strcmp(argv[*i], "-v")) {
+        *verbose = 1;
+        return 1;
+    }
+    if (!strcmp(argv[*i], "--scale") && *i + 1 < argc) {
+        char *end;
+        const char *v = argv[++*i];
+        *scale = strtod(v, &end);
+        if (end == v || *end || !(*scale > 0 && *scale <= 10))
+            usage(argv[0]);
+        return 1;
+    }
+    return 0;
+}
+
 /* Peak resident set size in KiB. */
 #include <sys/resource.h>
 static inline long gcshim_peak_rss_kb(void)

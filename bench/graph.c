@@ -63,30 +63,7 @@ static int verbose;
 /* Deterministic randomness: both collectors do exactly the same work.      */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t mix64(uint64_t x) /* splitmix64's finaliser */
-{
-    x += 0x9e3779b97f4a7c15u;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-    return x ^ (x >> 31);
-}
-
-static uint64_t rng_state;
-
-static void rng_seed(uint64_t seed) { rng_state = mix64(seed) | 1; }
-
-static uint64_t rng_next(void) /* xorshift64* */
-{
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545f4914f6cdd1du;
-}
-
-/* Uniform in [0, n), n < 2^32. */
-static uint32_t rng_below(uint32_t n) { return (uint32_t)(((rng_next() >> 32) * n) >> 32); }
+/* gcshim.h: gcshim_mix64, gcshim_rng_seed/next/below. */
 
 /* ------------------------------------------------------------------------ */
 
@@ -95,11 +72,11 @@ static uint32_t rng_below(uint32_t n) { return (uint32_t)(((rng_next() >> 32) * 
 
 static uint64_t make_tag(uint32_t id, uint64_t salt)
 {
-    return id | (mix64(((uint64_t)id << 16) ^ salt) & 0xffffffff00000000u);
+    return id | (gcshim_mix64(((uint64_t)id << 16) ^ salt) & 0xffffffff00000000u);
 }
 
 /* One edge's contribution to the live graph's checksum. */
-static uint64_t edge_hash(uint64_t slot, uint32_t target) { return mix64((slot << 32) ^ target ^ 0x45u); }
+static uint64_t edge_hash(uint64_t slot, uint32_t target) { return gcshim_mix64((slot << 32) ^ target ^ 0x45u); }
 
 static void fail(const char *what, uint64_t a, uint64_t b)
 {
@@ -130,7 +107,7 @@ static NodeArray *build_live(uint32_t n, uint64_t *sum)
         if (node->tag != make_tag(i, LIVE_SALT))
             fail("live node damaged while building", i, node->tag);
         for (int k = 0; k < kEdges; k++) {
-            uint32_t t = rng_below(n);
+            uint32_t t = gcshim_rng_below(n);
             GCSHIM_SET(node, e[k], live->n[t]);
             s += edge_hash((uint64_t)i * kEdges + (uint64_t)k, t);
         }
@@ -150,7 +127,7 @@ __attribute__((noinline)) static void build_garbage(uint32_t n)
         if (node->tag != make_tag(i, GARBAGE_SALT))
             fail("garbage-graph node damaged while building", i, node->tag);
         for (int k = 0; k < kEdges; k++)
-            GCSHIM_SET(node, e[k], g->n[rng_below(n)]);
+            GCSHIM_SET(node, e[k], g->n[gcshim_rng_below(n)]);
     }
 }
 
@@ -159,7 +136,7 @@ __attribute__((noinline)) static void build_garbage(uint32_t n)
 static void rewire(NodeArray *live, uint32_t n, uint32_t count, uint64_t *sum)
 {
     for (uint32_t r = 0; r < count; r++) {
-        uint32_t i = rng_below(n), k = rng_below(kEdges), t = rng_below(n);
+        uint32_t i = gcshim_rng_below(n), k = gcshim_rng_below(kEdges), t = gcshim_rng_below(n);
         GNode *node = live->n[i];
         uint64_t old = node->e[k]->tag;
         uint32_t old_id = (uint32_t)old;
@@ -204,34 +181,19 @@ static uint32_t scaled(double base, double scale, uint32_t min)
     return v < min ? min : (uint32_t)v;
 }
 
-static void usage(const char *argv0)
-{
-    fprintf(stderr, "usage: %s [-v] [--scale F]   (0 < F <= 10, default 1)\n", argv0);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
     double scale = 1.0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-v")) {
-            verbose = 1;
-        } else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
-            char *end;
-            scale = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(scale > 0 && scale <= 10))
-                usage(argv[0]);
-        } else {
-            usage(argv[0]);
-        }
-    }
+    for (int i = 1; i < argc; i++)
+        if (!gcshim_common_option(argc, argv, &i, &scale, &verbose, gcshim_usage))
+            gcshim_usage(argv[0]);
     const uint32_t live_n = scaled(kLiveNodes, scale, 16);
     const uint32_t garbage_n = scaled(kGarbageNodes, scale, 16);
     const uint32_t rounds = scaled(kRounds, scale, kMinRounds);
     const uint32_t rewires = scaled(kRewires, scale, 1);
 
     gcshim_init();
-    rng_seed(4);
+    gcshim_rng_seed(4);
     uint64_t t0 = gcshim_now_ns();
 
     uint64_t sum;

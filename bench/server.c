@@ -374,12 +374,8 @@ int main(int argc, char **argv)
     int threads = 4;
     for (int i = 1; i < argc; i++) {
         char *end;
-        if (!strcmp(argv[i], "-v")) {
-            verbose = 1;
-        } else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
-            scale = strtod(argv[++i], &end);
-            if (*end || !(scale > 0) || !isfinite(scale))
-                usage(argv[0]);
+        if (gcshim_common_option(argc, argv, &i, &scale, &verbose, usage)) {
+            continue;
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             long t = strtol(argv[++i], &end, 10);
             if (*end || t < 1 || t > MAX_THREADS)
