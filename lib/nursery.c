@@ -330,7 +330,7 @@ static void each_slot(uintptr_t obj, slot_fn fn, void *ctx)
     }
 }
 
-/* The slots of `obj` that lie in [lo, hi) (one card). */
+/* The slots of a large object `obj` that lie in [lo, hi). */
 static void each_slot_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, slot_fn fn, void *ctx)
 {
     uintptr_t *w = (uintptr_t *)obj;
@@ -610,16 +610,8 @@ static void scan_small_card(uint32_t bi, uintptr_t lo, uintptr_t hi)
         s1 = n - 1;
     for (uint32_t s = s0; s <= s1 && s0 < n; s++) {
         uintptr_t obj = base + (uintptr_t)s * sz;
-        uintptr_t h = *(uintptr_t *)obj;
-        if (!h)
-            continue;
-        /* Only the slots inside this card: a slot elsewhere in the object
-         * has its own card, marked if it was written. A trace function
-         * cannot be restricted: the whole object. */
-        if (lull_header_type(h)->trace)
+        if (*(uintptr_t *)obj)
             each_slot(obj, forward_old_slot, NULL);
-        else
-            each_slot_in(obj, lo, hi, forward_old_slot, NULL);
     }
 }
 
