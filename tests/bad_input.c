@@ -330,26 +330,6 @@ static NOINLINE void drop_every_other_at(struct tnode *volatile *p)
 
 static size_t small_n1, small_n3;
 
-/* Run fn in a new attached thread while the caller is detached, so that
- * nothing left on the caller's stack is a root meanwhile. */
-static void *fresh_thread_main(void *fn)
-{
-    CHECK(lull_thread_attach() == 0, "lull_thread_attach failed");
-    clobber_stack();
-    ((void (*)(void))fn)();
-    lull_thread_detach();
-    return NULL;
-}
-
-static void run_in_fresh_thread(void (*fn)(void))
-{
-    lull_thread_detach();
-    pthread_t t;
-    CHECK(pthread_create(&t, NULL, fresh_thread_main, (void *)fn) == 0, "pthread_create failed");
-    pthread_join(t, NULL);
-    CHECK(lull_thread_attach() == 0, "re-attaching failed");
-}
-
 static NOINLINE void exhaust_small_refill(void)
 {
     struct tnode *volatile list = NULL;

@@ -17,6 +17,7 @@
 #endif
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -110,6 +111,28 @@ static NOINLINE UNUSED void clobber_stack(void)
 /* Collect several times with the stack wiped in between, allocating
  * garbage with `churn` so that freed slots are reused (and poisoned data
  * would be seen). */
+/* Run fn in a new attached thread while the calling thread is detached:
+ * nothing left on the caller's stack is a root meanwhile, so a stale word
+ * there cannot keep dropped objects alive or pin one a test expects to move
+ * (the scan is conservative). The caller must be attached. */
+static void *fresh_thread_main_(void *fn)
+{
+    CHECK(lull_thread_attach() == 0, "lull_thread_attach in a fresh thread failed");
+    clobber_stack();
+    ((void (*)(void))fn)();
+    lull_thread_detach();
+    return NULL;
+}
+
+static UNUSED void run_in_fresh_thread(void (*fn)(void))
+{
+    lull_thread_detach();
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fresh_thread_main_, (void *)fn) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    CHECK(lull_thread_attach() == 0, "re-attaching after a fresh thread failed");
+}
+
 static NOINLINE UNUSED void collect_hard_with(void (*churn)(void))
 {
     for (int i = 0; i < 3; i++) {

@@ -36,26 +36,6 @@ static void minor(void)
     lull_collect(LULL_GEN_NURSERY);
 }
 
-/* Run fn in a new attached thread while the caller is detached: a check
- * that an object moved must not be defeated by a stale word on the
- * caller's stack pinning it (the scan is conservative). */
-static void *fresh_main(void *fn)
-{
-    CHECK(lull_thread_attach() == 0, "attach");
-    ((void (*)(void))fn)();
-    lull_thread_detach();
-    return NULL;
-}
-
-static void run_fresh(void (*fn)(void))
-{
-    lull_thread_detach();
-    pthread_t t;
-    CHECK(pthread_create(&t, NULL, fresh_main, (void *)fn) == 0, "pthread_create");
-    pthread_join(t, NULL);
-    CHECK(lull_thread_attach() == 0, "re-attach");
-}
-
 /* ---- promotion through a precise root ---------------------------------- */
 
 static void *precise_root[4];
@@ -105,8 +85,8 @@ static void promotion_check(void)
 static void test_promotion(void)
 {
     CHECK(lull_root_add_refs(precise_root, 4) == 0, "lull_root_add_refs");
-    run_fresh(promotion_build);      /* built by one thread, */
-    run_fresh(promotion_check);      /* collected and checked by another */
+    run_in_fresh_thread(promotion_build);      /* built by one thread, */
+    run_in_fresh_thread(promotion_check);      /* collected and checked by another */
     lull_root_remove(precise_root);
     for (int i = 0; i < 4; i++)
         precise_root[i] = NULL;
@@ -243,9 +223,9 @@ static void cementing_reset(void)
 static void test_cementing(void)
 {
     CHECK(lull_root_add_refs(olds, OLD_SLOTS) == 0, "root");
-    run_fresh(cementing_setup);
-    run_fresh(cementing_hold);
-    run_fresh(cementing_reset);
+    run_in_fresh_thread(cementing_setup);
+    run_in_fresh_thread(cementing_hold);
+    run_in_fresh_thread(cementing_reset);
     lull_root_remove(olds);
 }
 
