@@ -212,37 +212,6 @@ void lull_mark_clear_blocks(uint32_t idx, uint32_t n)
            (size_t)n * words_per_block * sizeof(uint64_t));
 }
 
-static void (*each_marked_fn)(uintptr_t obj);
-static bool each_marked_refs_only;
-
-static void each_marked_nursery(uintptr_t obj)
-{
-    if (lull_is_marked(obj) &&
-        (!each_marked_refs_only || lull_type_has_refs(lull_header_type(*(uintptr_t *)obj))))
-        each_marked_fn(obj);
-}
-
-void lull_heap_each_marked(bool refs_only, void (*fn)(uintptr_t obj))
-{
-    for (uint32_t i = 0; i < lull_frontier(); i++) {
-        lull_block *b = B(i);
-        uintptr_t base = lull_block_addr(i);
-        if (b->state == LULL_BLOCK_SMALL && (b->has_refs || !refs_only)) {
-            uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
-            for (uint32_t s = 0; s < n; s++) {
-                uintptr_t obj = base + (uintptr_t)s * sz;
-                if (*(uintptr_t *)obj && lull_is_marked(obj))
-                    fn(obj);
-            }
-        } else if (b->state == LULL_BLOCK_LARGE_HEAD && lull_is_marked(base)) {
-            fn(base);
-        }
-    }
-    each_marked_fn = fn;
-    each_marked_refs_only = refs_only;
-    lull_nursery_each_object(each_marked_nursery);
-}
-
 size_t lull_object_footprint(uintptr_t obj)
 {
     lull_block *b = lull_block_of(obj);

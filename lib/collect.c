@@ -34,6 +34,7 @@
 #include "threads.h"
 #include "util.h"
 #include "verify.h"
+#include "workers.h"
 
 #define MIN_ALLOWANCE ((uint64_t)4 << 20)
 #define EMPTY_BLOCK_MAX_AGE 2   /* collections an empty block is kept committed */
@@ -152,9 +153,15 @@ void lull_collect_locked(int generation, const char *reason)
         /* Mark: every mark bit is clear before; afterwards exactly the
          * objects reachable from stacks, registers and registered roots are
          * marked, the nursery's pinned survivors included. */
-        lull_roots_mark_threads();
-        lull_roots_mark();
-        lull_mark_drain();
+        lull_tracer tr = { .id = 0 };
+        lull_roots_scan_threads(lull_mark_conservative, &tr);
+        lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
+        if (lull_cfg.verify_parallel)
+            lull_mark_verify_parallel_save();
+        lull_mark_drain(&tr);
+        if (lull_cfg.verify_parallel && lull_workers_count())
+            lull_mark_verify_parallel_check(&tr);
+        lull_tracer_release(&tr);
         LULL_PROBE1(mark_end, lull_mark_overflows());
         if (lull_cfg.verify)
             lull_verify_marked();

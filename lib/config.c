@@ -143,6 +143,8 @@ static int apply_debug(lull_config *c, const char *source, const char *key, cons
     else if (!strcmp(key, "check-cards") && !val) c->check_cards = true;
     else if (!strcmp(key, "verify-nursery") && !val) c->verify_nursery = true;
     else if (!strcmp(key, "clear-nursery") && !val) c->clear_nursery = true;
+    else if (!strcmp(key, "verify-parallel") && !val) c->verify_parallel = true;
+    else if (!strcmp(key, "plant-mark-fault") && !val) c->plant_mark_fault = true;
     else if (!strcmp(key, "collect-every")) {
         if (!val || parse_uint(val, ULONG_MAX, &u) || u == 0)
             return bad(source, key, val ? val : "", "expected a positive number");

@@ -32,6 +32,8 @@ typedef struct lull_config {
     bool check_cards;             /* before each minor: old-to-young references have marked cards */
     bool verify_nursery;          /* after each minor: nothing points into the evacuated nursery */
     bool clear_nursery;           /* after each minor: poison the nursery's free fragments */
+    bool verify_parallel;         /* after each parallel mark: re-mark serially and compare */
+    bool plant_mark_fault;        /* testing verify-parallel: each parallel mark loses an object */
 } lull_config;
 
 /* Fill *cfg with defaults, then apply `params`, then LULL_GC_PARAMS, then

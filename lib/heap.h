@@ -44,6 +44,12 @@
 #define LULL_MAX_SMALL     8192u   /* largest size class; bigger objects are large */
 #define LULL_NO_BLOCK      UINT32_MAX
 
+_Static_assert(LULL_BLOCK_SIZE % LULL_GRANULE == 0, "blocks hold whole granules");
+_Static_assert((LULL_BLOCK_SIZE >> LULL_GRANULE_SHIFT) % 64 == 0,
+               "a block's mark bits are whole bitmap words (lull_mark_clear_blocks)");
+_Static_assert(LULL_BLOCK_SIZE % ((size_t)1 << LULL__CARD_SHIFT) == 0, "blocks hold whole cards");
+_Static_assert(LULL_MAX_SMALL <= LULL_BLOCK_SIZE / 2, "a small-object block holds at least two slots");
+
 /* Header word 0: the type pointer; low bits are reserved for the collector. */
 #define LULL_HDR_TAG_MASK  ((uintptr_t)7)
 
@@ -127,20 +133,33 @@ static inline size_t lull_granule_of(uintptr_t a)
 {
     return (a - lull_heap_g.start) >> LULL_GRANULE_SHIFT;
 }
+/* Mark bits are read and set with atomics: several markers may set bits
+ * of one word at once (mark.c), and verifiers read them meanwhile. */
 static inline bool lull_is_marked(uintptr_t obj)
 {
     size_t g = lull_granule_of(obj);
-    return (lull_heap_g.mark_bits[g >> 6] >> (g & 63)) & 1;
+    return (__atomic_load_n(&lull_heap_g.mark_bits[g >> 6], __ATOMIC_RELAXED) >> (g & 63)) & 1;
 }
-/* Set obj's mark bit; true if it was clear. Only the collecting thread marks
- * (the world is stopped), so a plain read-modify-write is enough. */
+/* Set obj's mark bit; true if this call set it. Test first, then fetch-or:
+ * most calls find the bit already set and cost no locked instruction. */
 static inline bool lull_mark_set(uintptr_t obj)
 {
     size_t g = lull_granule_of(obj);
     uint64_t bit = (uint64_t)1 << (g & 63), *w = &lull_heap_g.mark_bits[g >> 6];
-    if (*w & bit)
+    if (__atomic_load_n(w, __ATOMIC_RELAXED) & bit)
         return false;
-    *w |= bit;
+    return !(__atomic_fetch_or(w, bit, __ATOMIC_RELAXED) & bit);
+}
+/* The same for a marker that knows no other thread marks now (one
+ * marker, world stopped): no locked instruction. */
+static inline bool lull_mark_set_single(uintptr_t obj)
+{
+    size_t g = lull_granule_of(obj);
+    uint64_t bit = (uint64_t)1 << (g & 63), *w = &lull_heap_g.mark_bits[g >> 6];
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    if (v & bit)
+        return false;
+    __atomic_store_n(w, v | bit, __ATOMIC_RELAXED);
     return true;
 }
 /* Clear the mark bits of blocks [idx, idx + n). */
@@ -198,9 +217,10 @@ static inline bool lull_type_has_refs(const lull_type *t)
     return t->trace || t->refs || (t->elem_size && t->elem_refs);
 }
 
-/* Call fn on every marked object, in address order; `refs_only` skips
- * pointer-free blocks. World stopped. */
-void lull_heap_each_marked(bool refs_only, void (*fn)(uintptr_t obj));
+/* Call fn(obj, ctx) on every marked object, old generation first (address
+ * order), then the nursery's; `refs_only` skips objects without
+ * references. World stopped. (trace.c) */
+void lull_heap_each_marked(bool refs_only, void (*fn)(uintptr_t obj, void *ctx), void *ctx);
 
 /* Bytes the object occupies (its slot, or its large size). */
 size_t lull_object_footprint(uintptr_t obj);

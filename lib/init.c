@@ -16,6 +16,7 @@
 #include "stats.h"
 #include "stw.h"
 #include "threads.h"
+#include "workers.h"
 #include "util.h"
 
 #define DEFAULT_RESERVE ((size_t)64 << 30)
@@ -56,6 +57,7 @@ static void fork_child(void)
     lull_stats_unlock_after_fork();
     if (lull_is_initialised()) {
         lull_threads_after_fork_child();
+        lull_workers_after_fork_child();
         lull_gc_unlock();
     }
     pthread_mutex_unlock(&init_lock);
@@ -130,6 +132,7 @@ int lull_init(const char *params)
     lull_stats_reset();
     lull_collect_init();
     lull_threads_init();
+    lull_workers_start(cfg.mark_workers - 1);
     lull__barrier.cards = lull_heap_g.cards;
     lull__barrier.heap_start = lull_heap_g.start;
     __atomic_store_n(&lull__barrier.heap_size, lull_heap_g.reserve, __ATOMIC_RELEASE);
@@ -158,6 +161,7 @@ void lull_shutdown(void)
     lull_threads_detach();
     atomic_store_explicit(&initialised, false, memory_order_release);
     __atomic_store_n(&lull__barrier.heap_size, 0, __ATOMIC_RELEASE);
+    lull_workers_stop();
     lull_stw_uninstall();
     lull_roots_reset();
     lull_mark_fini();

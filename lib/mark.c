@@ -1,229 +1,317 @@
+/* mark.c — marking with the tracer: grey, blacken, share, terminate
+ * (mark.h describes the design). */
 #include "mark.h"
 
-#include <ck_stack.h>
+#include <sched.h>
+#include <string.h>
 
+#include "collect.h"
+#include "config.h"
 #include "heap.h"
 #include "nursery.h"
 #include "os.h"
-#include "tsan.h"
 #include "util.h"
+#include "workers.h"
 
-#define SECTION_BYTES  ((size_t)64 << 10)
-
-typedef struct section {
-    ck_stack_entry_t pool_entry;     /* while in the pool */
-    struct section  *prev;           /* next-older section of the grey stack */
-    size_t           top;            /* entries used */
-    uintptr_t        item[];
-} section;
-
-#define SECTION_CAP ((SECTION_BYTES - sizeof(section)) / sizeof(uintptr_t))
-
-CK_STACK_CONTAINER(section, pool_entry, section_of_entry)
-
-/* Free sections, shared by markers. ck_stack's ABA generation counter is
- * a `char *` that pop_mpmc increments: started at NULL, the first pop is
- * arithmetic on a null pointer, which UBSan rightly reports. Any non-null
- * start makes the counter's arithmetic defined (it never wraps). */
-static ck_stack_t pool __attribute__((aligned(16))) = { NULL, (char *)(uintptr_t)4096 };
-static section *cur;                 /* top section of the grey stack */
-static unsigned long sections_live;  /* sections allocated from the OS */
-static unsigned long sections_limit; /* 0: unlimited (LULL_GC_DEBUG mark-stack-limit) */
-static size_t section_cap = SECTION_CAP; /* entries used per section */
-static bool overflow;
-static unsigned long overflows;
-
-static void section_put(section *s);
+/* The state of the current mark, shared by its markers. Written by the
+ * stopping thread between drains (world stopped, no worker running), and
+ * during a drain only through atomics. */
+static struct {
+    atomic_int active;          /* markers that may still produce grey objects */
+    unsigned long overflows;    /* recoveries in the last drain (stopper only) */
+    atomic_uint_fast64_t scanned;        /* objects blackened in the last drain */
+    uint64_t scanned_by_stopper;
+    uint64_t *shadow_roots, *shadow_parallel;   /* verify-parallel bitmaps */
+    bool plant;                 /* plant-mark-fault: this drain loses an object */
+    atomic_bool planted;        /* ...and has done so */
+    size_t shadow_bytes;
+} mark_g;
 
 void lull_mark_init(unsigned long stack_limit_entries)
 {
-    /* A debug limit smaller than a section shrinks the section too, so the
-     * overflow path can be exercised with a handful of entries. */
-    section_cap = SECTION_CAP;
-    if (stack_limit_entries && stack_limit_entries < SECTION_CAP)
-        section_cap = stack_limit_entries;
-    sections_limit = stack_limit_entries ? (stack_limit_entries + section_cap - 1) / section_cap : 0;
-    cur = NULL;
-    overflow = false;
-    /* One section from the start, outside fault injection: a heap whose
-     * growth the OS refuses still marks depth-first without falling back to
-     * rescans (a long chain would take one rescan per link). */
-    section *first = lull_os_reserve_rw(SECTION_BYTES);
-    if (first) {
-        sections_live++;
-        section_put(first);
+    lull_trace_init(stack_limit_entries);
+    mark_g.overflows = 0;
+    mark_g.shadow_roots = mark_g.shadow_parallel = NULL;
+    mark_g.shadow_bytes = 0;
+    if (lull_cfg.verify_parallel) {
+        /* Reserved, committed by the kernel as touched: only the bitmap
+         * words below the frontier are ever copied. */
+        mark_g.shadow_bytes = lull_heap_g.mark_bytes;
+        mark_g.shadow_roots = lull_os_reserve_rw(mark_g.shadow_bytes);
+        mark_g.shadow_parallel = lull_os_reserve_rw(mark_g.shadow_bytes);
+        if (!mark_g.shadow_roots || !mark_g.shadow_parallel)
+            lull_fatal("lull_init", "verify-parallel: cannot reserve %zu MiB for shadow mark bitmaps",
+                       mark_g.shadow_bytes >> 20);
     }
 }
 
 void lull_mark_fini(void)
 {
-    ck_stack_entry_t *e;
-    while ((e = ck_stack_pop_mpmc(&pool)) != NULL) {
-        lull_tsan_acquire(e);
-        lull_os_free(section_of_entry(e), SECTION_BYTES);
-        sections_live--;
+    lull_trace_fini();
+    if (mark_g.shadow_roots) {
+        lull_os_unreserve(mark_g.shadow_roots, mark_g.shadow_bytes);
+        lull_os_unreserve(mark_g.shadow_parallel, mark_g.shadow_bytes);
+        mark_g.shadow_roots = mark_g.shadow_parallel = NULL;
     }
 }
 
-static section *section_get(void)
-{
-    ck_stack_entry_t *e = ck_stack_pop_mpmc(&pool);
-    if (e) {
-        lull_tsan_acquire(e);
-        return section_of_entry(e);
-    }
-    if (sections_limit && sections_live >= sections_limit)
-        return NULL;
-    section *s = lull_os_alloc(SECTION_BYTES);
-    if (s)
-        sections_live++;
-    return s;
-}
+/* ------------------------------------------------------------------------ */
+/* Greying                                                                  */
+/* ------------------------------------------------------------------------ */
 
-static void section_put(section *s)
+static inline bool mark_set(const lull_tracer *tr, uintptr_t obj)
 {
-    lull_tsan_release(&s->pool_entry);
-    ck_stack_push_mpmc(&pool, &s->pool_entry);
-}
-
-static inline void push(uintptr_t obj)
-{
-    if (LULL_LIKELY(cur && cur->top < section_cap)) {
-        cur->item[cur->top++] = obj;
-        return;
-    }
-    section *s = section_get();
-    if (!s) {
-        overflow = true;   /* obj stays marked; the overflow rescan finds it */
-        return;
-    }
-    s->prev = cur;
-    s->top = 0;
-    cur = s;
-    cur->item[cur->top++] = obj;
-}
-
-static inline bool pop(uintptr_t *obj)
-{
-    while (cur) {
-        if (cur->top) {
-            *obj = cur->item[--cur->top];
-            return true;
-        }
-        section *s = cur;
-        cur = s->prev;
-        section_put(s);
-    }
-    return false;
+    return tr->share ? lull_mark_set(obj) : lull_mark_set_single(obj);
 }
 
 /* Grey `v` if it is a reference to an unmarked object. References point to
  * object starts (API contract); the heap verifier checks that. */
-static inline void mark_ref(uintptr_t v)
+static inline void mark_ref(lull_tracer *tr, uintptr_t v)
 {
     if (!lull_in_committed(v))
         return;
     lull_block *b = lull_block_of(v);
     if (b->state == LULL_BLOCK_SMALL) {
-        if (lull_mark_set(v) && b->has_refs)
-            push(v);
+        if (mark_set(tr, v) && b->has_refs)
+            lull_tracer_push(tr, v);
     } else if (b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0) {
-        if (lull_mark_set(v) && lull_type_has_refs(lull_header_type(*(uintptr_t *)v)))
-            push(v);
+        if (mark_set(tr, v) && lull_type_has_refs(lull_header_type(*(uintptr_t *)v)))
+            lull_tracer_push(tr, v);
     } else if (b->state == LULL_BLOCK_NURSERY) {
         /* A survivor of the minor that began this major (pinned). */
-        if (lull_mark_set(v) && lull_type_has_refs(lull_header_type(*(uintptr_t *)v)))
-            push(v);
+        if (mark_set(tr, v) && lull_type_has_refs(lull_header_type(*(uintptr_t *)v)))
+            lull_tracer_push(tr, v);
     }
 }
 
-/* A reference slot of a heap object. An old slot that points into the
- * nursery gets its card marked: the remembered set is rebuilt by every
- * major (cemented objects' cards were cleared). */
-static inline void mark_slot(uintptr_t *slot)
+/* A reference slot of a heap object, read atomically (acquire: a marker
+ * running beside mutators must see the target's initialised contents). An
+ * old slot that points into the nursery gets its card marked: the
+ * remembered set is rebuilt by every major (cemented objects' cards were
+ * cleared). */
+static void visit(void **slotp, void *ctx)
 {
-    uintptr_t v = *slot;
-    if (lull_in_nursery(v) && !lull_in_nursery((uintptr_t)slot))
-        lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT] = 1;
-    mark_ref(v);
+    uintptr_t *slot = (uintptr_t *)slotp;
+    uintptr_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (lull_in_nursery(v) && !lull_in_nursery((uintptr_t)slot)) {
+        uint8_t *card = &lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT];
+        if (!__atomic_load_n(card, __ATOMIC_RELAXED))
+            __atomic_store_n(card, 1, __ATOMIC_RELAXED);
+    }
+    mark_ref(ctx, v);
 }
 
-static void visit(void **slot, void *ctx)
+void lull_mark_precise_slot(void **slot, void *ctx)
 {
-    (void)ctx;
-    mark_slot((uintptr_t *)slot);
+    mark_ref(ctx, (uintptr_t)*slot);
 }
 
-void lull_mark_precise_slot(void **slot)
+/* LULL_GC_DEBUG=plant-mark-fault, to show that verify-parallel catches a
+ * lost object: the first slot of the drain that points to an unmarked small
+ * object is skipped, so that object (and whatever only it reaches) stays
+ * white. */
+static void visit_planted(void **slotp, void *ctx)
 {
-    mark_ref((uintptr_t)*slot);
+    uintptr_t v = __atomic_load_n((uintptr_t *)slotp, __ATOMIC_ACQUIRE);
+    if (lull_in_committed(v) && lull_block_of(v)->state == LULL_BLOCK_SMALL && !lull_is_marked(v) &&
+        !atomic_exchange(&mark_g.planted, true))
+        return;
+    visit(slotp, ctx);
 }
 
 /* Make a grey object black: grey its children. */
-static void scan_object(uintptr_t obj)
+static inline void scan_object(lull_tracer *tr, uintptr_t obj)
 {
-    uintptr_t *w = (uintptr_t *)obj;
-    const lull_type *t = lull_header_type(w[0]);
-    if (t->trace) {
-        t->trace((void *)obj, visit, NULL);
+    if (LULL_UNLIKELY(mark_g.plant))
+        lull_trace_slots(obj, visit_planted, tr);
+    else
+        lull_trace_slots(obj, visit, tr);
+}
+
+static void mark_word(uintptr_t v, void *ctx)
+{
+    lull_tracer *tr = ctx;
+    uintptr_t obj = lull_find_object(v, true);
+    if (!obj || !mark_set(tr, obj))
         return;
+    lull_block *b = lull_block_of(obj);
+    if (b->state == LULL_BLOCK_SMALL ? b->has_refs : lull_type_has_refs(lull_header_type(*(uintptr_t *)obj)))
+        lull_tracer_push(tr, obj);
+}
+
+void lull_mark_conservative(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+    lull_trace_conservative(lo, hi, mark_word, ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Draining                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static void drain_local(lull_tracer *tr)
+{
+    uintptr_t obj;
+    while (lull_tracer_pop(tr, &obj)) {
+        tr->scanned++;
+        scan_object(tr, obj);
     }
-    for (uint64_t r = t->refs; r; r &= r - 1)
-        mark_slot(&w[__builtin_ctzll(r)]);
-    if (t->elem_size && t->elem_refs) {
-        size_t n = w[1];
-        char *e = (char *)obj + t->size;
-        for (size_t k = 0; k < n; k++, e += t->elem_size) {
-            uintptr_t *ew = (uintptr_t *)e;
-            for (uint64_t r = t->elem_refs; r; r &= r - 1)
-                mark_slot(&ew[__builtin_ctzll(r)]);
+}
+
+/* One marker's part of a parallel drain. Returns once no marker holds a
+ * grey object and the shared pool is empty.
+ *
+ * Termination: `active` counts markers that may still push. A marker with
+ * nothing to pop leaves `active` and waits; it rejoins (active first, then
+ * steal) whenever the shared pool is non-empty. Only an active marker
+ * publishes, so once a waiting marker sees active == 0 and then an empty
+ * pool, nothing can ever be published again: every grey object has been
+ * blackened. A marker may see that while another one that has just
+ * rejoined still works; that one ends the same way, and the drain is over
+ * when the last marker returns (workers_run waits for all). */
+static void drain_shared(lull_tracer *tr)
+{
+    for (;;) {
+        drain_local(tr);
+        lull_trace_note_idle(1);
+        atomic_fetch_sub(&mark_g.active, 1);
+        for (unsigned spins = 0;; spins++) {
+            if (lull_trace_shared_nonempty()) {
+                atomic_fetch_add(&mark_g.active, 1);
+                lull_trace_note_idle(-1);
+                break;
+            }
+            if (atomic_load(&mark_g.active) == 0 && !lull_trace_shared_nonempty()) {
+                lull_trace_note_idle(-1);
+                return;
+            }
+            if (spins < 64)
+                lull_cpu_relax();
+            else
+                sched_yield();
         }
     }
 }
 
-LULL_NO_SANITIZE_SCAN
-void lull_mark_conservative(uintptr_t lo, uintptr_t hi)
+static void mark_job(lull_tracer *tr, void *arg)
 {
-    lo = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
-    for (const uintptr_t *p = (const uintptr_t *)lo; (uintptr_t)(p + 1) <= hi; p++) {
-        uintptr_t v = *p;
-        if (!lull_in_committed(v))
-            continue;
-        uintptr_t obj = lull_find_object(v, true);
-        if (!obj || !lull_mark_set(obj))
-            continue;
-        lull_block *b = lull_block_of(obj);
-        if (b->state == LULL_BLOCK_SMALL ? b->has_refs : lull_type_has_refs(lull_header_type(*(uintptr_t *)obj)))
-            push(obj);
-    }
+    (void)arg;
+    uint64_t before = tr->scanned;
+    tr->share = true;
+    drain_shared(tr);
+    tr->share = false;
+    LULL_ASSERT(lull_tracer_empty(tr));
+    atomic_fetch_add(&mark_g.scanned, tr->scanned - before);
 }
 
-static void drain_stack(void)
+/* Drain with every marker. The stopper's private chain goes to the shared
+ * pool but for its top section, so the workers start at once. */
+static void drain_round(lull_tracer *tr)
 {
-    uintptr_t obj;
-    while (pop(&obj))
-        scan_object(obj);
+    unsigned markers = lull_workers_count() + 1;
+    if (markers == 1) {
+        uint64_t before = tr->scanned;
+        drain_local(tr);
+        atomic_fetch_add(&mark_g.scanned, tr->scanned - before);
+        mark_g.scanned_by_stopper += tr->scanned - before;
+        return;
+    }
+    if (tr->cur)
+        lull_tracer_share_older(tr);
+    atomic_store(&mark_g.active, (int)markers);
+    uint64_t before = tr->scanned;
+    lull_workers_run(mark_job, NULL, tr);
+    mark_g.scanned_by_stopper += tr->scanned - before;
+    LULL_ASSERT(!lull_trace_shared_nonempty() && atomic_load(&mark_g.active) == 0);
 }
 
 /* Overflow recovery: every marked object may have unscanned children. */
-static void rescan_one(uintptr_t obj)
+static void rescan_one(uintptr_t obj, void *ctx)
 {
-    scan_object(obj);
-    drain_stack();
+    lull_tracer *tr = ctx;
+    scan_object(tr, obj);
+    drain_local(tr);
 }
 
-void lull_mark_drain(void)
+static void drain(lull_tracer *tr, bool parallel)
 {
-    overflows = 0;
-    drain_stack();
-    while (overflow) {
-        overflow = false;
-        overflows++;
-        lull_heap_each_marked(true, rescan_one);
+    if (parallel) {
+        drain_round(tr);
+    } else {
+        tr->share = false;
+        drain_local(tr);
     }
+    /* Serial and rare: rescan from every marked object, as often as a
+     * section could not be had. */
+    while (lull_trace_take_overflow()) {
+        mark_g.overflows++;
+        lull_heap_each_marked(true, rescan_one, tr);
+    }
+}
+
+void lull_mark_drain(lull_tracer *tr)
+{
+    /* Planted only where verify-parallel checks (several markers). */
+    mark_g.plant = lull_cfg.plant_mark_fault && lull_workers_count();
+    atomic_store(&mark_g.planted, false);
+    mark_g.overflows = 0;
+    mark_g.scanned_by_stopper = 0;
+    atomic_store(&mark_g.scanned, 0);
+    drain(tr, true);
 }
 
 unsigned long lull_mark_overflows(void)
 {
-    return overflows;
+    return mark_g.overflows;
+}
+
+void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
+{
+    *total = atomic_load(&mark_g.scanned);
+    *by_stopper = mark_g.scanned_by_stopper;
+}
+
+/* ------------------------------------------------------------------------ */
+/* verify-parallel                                                          */
+/* ------------------------------------------------------------------------ */
+
+static size_t bitmap_words(void)
+{
+    /* A block's mark bits are LULL_BLOCK_SIZE / 16 / 64 words. */
+    return (size_t)lull_frontier() * (LULL_BLOCK_SIZE >> (LULL_GRANULE_SHIFT + 6));
+}
+
+void lull_mark_verify_parallel_save(void)
+{
+    memcpy(mark_g.shadow_roots, lull_heap_g.mark_bits, bitmap_words() * sizeof(uint64_t));
+}
+
+static void push_marked(uintptr_t obj, void *ctx)
+{
+    lull_tracer_push(ctx, obj);
+}
+
+void lull_mark_verify_parallel_check(lull_tracer *tr)
+{
+    size_t n = bitmap_words();
+    uint64_t *bits = lull_heap_g.mark_bits;
+    memcpy(mark_g.shadow_parallel, bits, n * sizeof(uint64_t));
+    /* The serial mark from the same roots: the objects the roots marked are
+     * grey again, everything else white. */
+    memcpy(bits, mark_g.shadow_roots, n * sizeof(uint64_t));
+    lull_heap_each_marked(true, push_marked, tr);
+    mark_g.plant = false;
+    drain(tr, false);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t d = bits[i] ^ mark_g.shadow_parallel[i];
+        if (!d)
+            continue;
+        unsigned bit = (unsigned)__builtin_ctzll(d);
+        uintptr_t obj = lull_heap_g.start + (((uintptr_t)i * 64 + bit) << LULL_GRANULE_SHIFT);
+        bool serial = (bits[i] >> bit) & 1;
+        const lull_type *t = lull_header_type(*(uintptr_t *)obj);
+        lull_fatal("verify-parallel", "object %p (type %s) is %s by the serial re-mark but %s by the "
+                   "parallel mark: the parallel mark %s", (void *)obj, t && t->name ? t->name : "?",
+                   serial ? "marked" : "unmarked", serial ? "unmarked" : "marked",
+                   serial ? "lost a reachable object" : "marked an unreachable object");
+    }
 }

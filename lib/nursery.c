@@ -10,6 +10,7 @@
 #include "os.h"
 #include "roots.h"
 #include "threads.h"
+#include "trace.h"
 #include "util.h"
 
 #define LULL_BLOCK_NURSERY_CARDS (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
@@ -281,16 +282,19 @@ static uintptr_t find_in(const range *r, uintptr_t a, bool interior)
     return 0;
 }
 
+/* Pure: the log was sorted when the world stopped (lull_nursery_collect
+ * sorts it before the first lookup, and only refills, outside pauses,
+ * unsort it), so any number of threads may look up at once. */
 uintptr_t lull_nursery_find(uintptr_t a, bool interior)
 {
-    sort_log();
+    LULL_ASSERT(log_sorted);
     const range *r = range_of(a);
     return r ? find_in(r, a, interior) : 0;
 }
 
-void lull_nursery_each_object(void (*fn)(uintptr_t obj))
+void lull_nursery_each_object(void (*fn)(uintptr_t obj, void *ctx), void *ctx)
 {
-    sort_log();
+    LULL_ASSERT(log_sorted);
     for (size_t i = 0; i < log_n; i++)
         for (uintptr_t p = log_[i].start; p < log_[i].end;) {
             uintptr_t h = *(uintptr_t *)p;
@@ -299,71 +303,22 @@ void lull_nursery_each_object(void (*fn)(uintptr_t obj))
                 continue;
             }
             size_t sz = walk_size(p, h);
-            fn(p);
+            fn(p, ctx);
             p += sz;
         }
 }
 
-/* ------------------------------------------------------------------------ */
-/* Visiting an object's reference slots                                     */
-/* ------------------------------------------------------------------------ */
-
-/* The same signature as lull_visit_fn, so trace functions can call it. */
-typedef void (*slot_fn)(void **slot, void *ctx);
-
-static void each_slot(uintptr_t obj, slot_fn fn, void *ctx)
+/* The slots of a large object `obj` that lie in [lo, hi) (one dirty
+ * card). A type with a trace function can only be visited whole: once per
+ * minor, its mark bit serving as "already scanned" (cleared again at the
+ * end of the minor). */
+static void each_slot_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, lull_visit_fn fn, void *ctx)
 {
-    uintptr_t *w = (uintptr_t *)obj;
-    const lull_type *t = lull_header_type(w[0]);
-    if (t->trace) {
-        t->trace((void *)obj, fn, ctx);
+    if (lull_trace_slots_in(obj, lo, hi, fn, ctx))
         return;
-    }
-    for (uint64_t r = t->refs; r; r &= r - 1)
-        fn((void **)&w[__builtin_ctzll(r)], ctx);
-    if (t->elem_size && t->elem_refs) {
-        size_t n = w[1];
-        char *e = (char *)obj + t->size;
-        for (size_t k = 0; k < n; k++, e += t->elem_size)
-            for (uint64_t r = t->elem_refs; r; r &= r - 1)
-                fn((void **)e + __builtin_ctzll(r), ctx);
-    }
-}
-
-/* The slots of a large object `obj` that lie in [lo, hi). */
-static void each_slot_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, slot_fn fn, void *ctx)
-{
-    uintptr_t *w = (uintptr_t *)obj;
-    const lull_type *t = lull_header_type(w[0]);
-    if (t->trace) {
-        /* A trace function visits everything: once per minor is enough. */
-        if (lull_mark_set(obj)) {
-            large_scanned = true;
-            each_slot(obj, fn, ctx);
-        }
-        return;
-    }
-    for (uint64_t r = t->refs; r; r &= r - 1) {
-        uintptr_t *s = &w[__builtin_ctzll(r)];
-        if ((uintptr_t)s >= lo && (uintptr_t)s < hi)
-            fn((void **)s, ctx);
-    }
-    if (t->elem_size && t->elem_refs) {
-        uintptr_t es = obj + t->size;
-        size_t n = w[1], k0 = 0, k1 = n;
-        if (lo > es)
-            k0 = (lo - es) / t->elem_size;
-        if (hi > es) {
-            size_t k = (hi - es + t->elem_size - 1) / t->elem_size;
-            if (k < k1)
-                k1 = k;
-        } else {
-            k1 = 0;
-        }
-        char *e = (char *)es + k0 * t->elem_size;
-        for (size_t k = k0; k < k1; k++, e += t->elem_size)
-            for (uint64_t r = t->elem_refs; r; r &= r - 1)
-                fn((void **)e + __builtin_ctzll(r), ctx);
+    if (lull_mark_set_single(obj)) {
+        large_scanned = true;
+        lull_trace_slots(obj, fn, ctx);
     }
 }
 
@@ -453,24 +408,25 @@ static void pin(uintptr_t obj)
         push_gray(obj);
 }
 
-LULL_NO_SANITIZE_SCAN
-static void pin_candidates(uintptr_t lo, uintptr_t hi)
+static void pin_candidate(uintptr_t v, void *ctx)
 {
-    lo = (lo + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
-    for (const uintptr_t *p = (const uintptr_t *)lo; (uintptr_t)(p + 1) <= hi; p++) {
-        uintptr_t v = *p;
-        if (!lull_in_nursery(v))
-            continue;
-        if (npins < pins_cap) {
-            pins[npins++] = v;
-        } else {
-            /* Queue full: resolve this one at once (slower, same result). */
-            pins_overflowed = true;
-            uintptr_t obj = lull_nursery_find(v, true);
-            if (obj)
-                pin(obj);
-        }
+    (void)ctx;
+    if (!lull_in_nursery(v))
+        return;
+    if (npins < pins_cap) {
+        pins[npins++] = v;
+    } else {
+        /* Queue full: resolve this one at once (slower, same result). */
+        pins_overflowed = true;
+        uintptr_t obj = lull_nursery_find(v, true);
+        if (obj)
+            pin(obj);
     }
+}
+
+static void pin_candidates(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+    lull_trace_conservative(lo, hi, pin_candidate, ctx);
 }
 
 /* Sort the candidates, resolve them to objects, pin those; afterwards
@@ -572,16 +528,11 @@ static void forward_old_slot(void **slotp, void *ctx)
         old_slot_to_young(slot, n);
 }
 
-static void forward_root(void **slot)
-{
-    forward_slot(slot, NULL);
-}
-
 static void drain(void)
 {
     while (gray_n) {
         uintptr_t obj = gray[--gray_n];
-        each_slot(obj, lull_in_nursery(obj) ? forward_slot : forward_old_slot, NULL);
+        lull_trace_slots(obj, lull_in_nursery(obj) ? forward_slot : forward_old_slot, NULL);
     }
 }
 
@@ -611,7 +562,7 @@ static void scan_small_card(uint32_t bi, uintptr_t lo, uintptr_t hi)
     for (uint32_t s = s0; s <= s1 && s0 < n; s++) {
         uintptr_t obj = base + (uintptr_t)s * sz;
         if (*(uintptr_t *)obj)
-            each_slot(obj, forward_old_slot, NULL);
+            lull_trace_slots(obj, forward_old_slot, NULL);
     }
 }
 
@@ -760,8 +711,8 @@ uint64_t lull_nursery_collect(void)
     cement_new_cycle();
 
     /* 1. Pin: conservative roots, then the cemented objects. */
-    lull_roots_scan_threads(pin_candidates);
-    lull_roots_scan(pin_candidates, NULL);
+    lull_roots_scan_threads(pin_candidates, NULL);
+    lull_roots_scan(pin_candidates, NULL, NULL);
     for (unsigned k = 0; k < CEMENT_SLOTS && ncemented; k++)
         if (cement[k].cemented && npins < pins_cap)
             pins[npins++] = cement[k].obj;
@@ -770,7 +721,7 @@ uint64_t lull_nursery_collect(void)
         lull_nursery_check_cards();
 
     /* 2. Copy from precise roots, cards, pinned objects and the copies. */
-    lull_roots_scan(NULL, forward_root);
+    lull_roots_scan(NULL, forward_slot, NULL);
     scan_cards();
     drain();
     if (large_scanned)
@@ -800,15 +751,16 @@ uint64_t lull_nursery_collect(void)
  * cemented, or could not be promoted): what it references may just have
  * been swept. Zero it, so that no stale conservative pointer can bring it
  * back (walks and lookups skip zeroed memory); the next minor reclaims it. */
-static void clear_if_dead(uintptr_t obj)
+static void clear_if_dead(uintptr_t obj, void *ctx)
 {
+    (void)ctx;
     if (!lull_is_marked(obj))
         memset((void *)obj, 0, lull_object_size(obj, lull_header_type(*(uintptr_t *)obj)));
 }
 
 void lull_nursery_after_major(void)
 {
-    lull_nursery_each_object(clear_if_dead);
+    lull_nursery_each_object(clear_if_dead, NULL);
     lull_mark_clear_blocks(first_block, nblocks);
     memset(cement, 0, CEMENT_SLOTS * sizeof *cement);
     ncemented = 0;
@@ -819,24 +771,6 @@ void lull_nursery_after_major(void)
 /* ------------------------------------------------------------------------ */
 
 static uintptr_t checking;
-
-static void each_old_object(void (*fn)(uintptr_t obj))
-{
-    uint32_t frontier = lull_frontier();
-    for (uint32_t i = 0; i < frontier; i++) {
-        lull_block *b = &lull_heap_g.blocks[i];
-        uintptr_t base = lull_block_addr(i);
-        if (b->state == LULL_BLOCK_SMALL && b->has_refs) {
-            uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
-            for (uint32_t s = 0; s < n; s++)
-                if (*(uintptr_t *)(base + (uintptr_t)s * sz))
-                    fn(base + (uintptr_t)s * sz);
-        } else if (b->state == LULL_BLOCK_LARGE_HEAD &&
-                   lull_type_has_refs(lull_header_type(*(uintptr_t *)base))) {
-            fn(base);
-        }
-    }
-}
 
 static void check_card_slot(void **slotp, void *ctx)
 {
@@ -860,15 +794,16 @@ static void check_card_slot(void **slotp, void *ctx)
                (size_t)((uintptr_t)slot - checking), (void *)v);
 }
 
-static void check_cards_object(uintptr_t obj)
+static void check_cards_object(uintptr_t obj, void *ctx)
 {
+    (void)ctx;
     checking = obj;
-    each_slot(obj, check_card_slot, NULL);
+    lull_trace_slots(obj, check_card_slot, NULL);
 }
 
 void lull_nursery_check_cards(void)
 {
-    each_old_object(check_cards_object);
+    lull_trace_old_objects(true, false, check_cards_object, NULL);
 }
 
 static void verify_slot(void **slotp, void *ctx)
@@ -885,16 +820,17 @@ static void verify_slot(void **slotp, void *ctx)
     }
 }
 
-static void verify_object(uintptr_t obj)
+static void verify_object(uintptr_t obj, void *ctx)
 {
+    (void)ctx;
     checking = obj;
-    each_slot(obj, verify_slot, NULL);
+    lull_trace_slots(obj, verify_slot, NULL);
 }
 
-static void verify_root(void **slot)
+static void verify_root(void **slot, void *ctx)
 {
     checking = 0;
-    verify_slot(slot, NULL);
+    verify_slot(slot, ctx);
 }
 
 void lull_nursery_verify(void)
@@ -912,7 +848,7 @@ void lull_nursery_verify(void)
         if (t->tlab_log != NO_LOG && (t->tlab_log >= log_n || log_[t->tlab_log].start != (uintptr_t)t->tlab->next))
             lull_fatal("verify-nursery", "thread %p: its TLAB at %p has no nursery log entry", (void *)t,
                        (void *)t->tlab->next);
-    each_old_object(verify_object);
-    lull_nursery_each_object(verify_object);
-    lull_roots_scan(NULL, verify_root);
+    lull_trace_old_objects(true, false, verify_object, NULL);
+    lull_nursery_each_object(verify_object, NULL);
+    lull_roots_scan(NULL, verify_root, NULL);
 }

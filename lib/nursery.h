@@ -82,7 +82,7 @@ uint64_t lull_nursery_collect(void);
 void lull_nursery_after_major(void);
 
 /* Every object in the nursery (world stopped, after a minor). */
-void lull_nursery_each_object(void (*fn)(uintptr_t obj));
+void lull_nursery_each_object(void (*fn)(uintptr_t obj, void *ctx), void *ctx);
 
 /* LULL_GC_DEBUG=check-cards: every old-to-young reference has its card
  * marked (before a minor, after pinning). verify-nursery: no reference

@@ -7,7 +7,6 @@
 #include <ucontext.h>
 
 #include "collect.h"
-#include "mark.h"
 #include "threads.h"
 #include "util.h"
 
@@ -83,51 +82,41 @@ void lull_root_remove(void *start)
     lull_gc_unlock();
 }
 
-void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise)
+void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise, void *ctx)
 {
     for (size_t i = 0; i < nroots; i++) {
         uintptr_t lo = (uintptr_t)roots[i].start, hi = lo + roots[i].size;
         if (roots[i].precise) {
             if (precise)
                 for (void **slot = (void **)lo; (uintptr_t)slot < hi; slot++)
-                    precise(slot);
+                    precise(slot, ctx);
         } else if (conservative) {
-            conservative(lo, hi);
+            conservative(lo, hi, ctx);
         }
     }
 }
 
 /* The calling thread's own stack: its registers are spilled into `uc`,
  * which lies inside the range scanned. */
-__attribute__((noinline)) static void scan_own_stack(lull_thread *self, lull_range_fn fn)
+__attribute__((noinline)) static void scan_own_stack(lull_thread *self, lull_range_fn fn, void *ctx)
 {
     ucontext_t uc;
     lull_capture_registers(&uc);
     __asm__ __volatile__("" : : "r"(&uc) : "memory");
     /* uc lies below this frame's frame address: scan from uc itself. */
-    fn((uintptr_t)&uc, self->stack_hi);
+    fn((uintptr_t)&uc, self->stack_hi, ctx);
 }
 
-void lull_roots_scan_threads(lull_range_fn fn)
+void lull_roots_scan_threads(lull_range_fn fn, void *ctx)
 {
     lull_thread *self = lull_thread_self;
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
         if (t == self) {
-            scan_own_stack(t, fn);
+            scan_own_stack(t, fn, ctx);
             continue;
         }
-        fn(t->stop_sp, t->stack_hi);
+        fn(t->stop_sp, t->stack_hi, ctx);
         if (t->alt_hi)
-            fn(t->alt_lo, t->alt_hi);
+            fn(t->alt_lo, t->alt_hi, ctx);
     }
-}
-
-void lull_roots_mark(void)
-{
-    lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot);
-}
-
-void lull_roots_mark_threads(void)
-{
-    lull_roots_scan_threads(lull_mark_conservative);
 }

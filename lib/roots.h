@@ -9,16 +9,14 @@
 
 void lull_roots_reset(void);
 
-typedef void (*lull_range_fn)(uintptr_t lo, uintptr_t hi);
-typedef void (*lull_slot_fn)(void **slot);
+typedef void (*lull_range_fn)(uintptr_t lo, uintptr_t hi, void *ctx);
+typedef void (*lull_slot_fn)(void **slot, void *ctx);
 /* Every registered root: conservative ranges to `conservative`, each slot
- * of a precise root to `precise` (either may be NULL: skipped). */
-void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise);
+ * of a precise root to `precise` (either may be NULL: skipped); ctx is
+ * passed on (the tracer, for the mark). Reads the registry only: several
+ * threads may scan at once while the world is stopped. */
+void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise, void *ctx);
 /* The stack (and registers) of every attached thread, the caller's too. */
-void lull_roots_scan_threads(lull_range_fn fn);
-/* Mark from every registered root (gc lock held, world stopped). */
-void lull_roots_mark(void);
-/* Mark from the stacks of every attached thread, `self` included. */
-void lull_roots_mark_threads(void);
+void lull_roots_scan_threads(lull_range_fn fn, void *ctx);
 
 #endif

@@ -24,6 +24,19 @@
 #define LULL_ASAN 0
 #endif
 
+/* LULL_ASSERT(cond): an invariant the comments state, checked in Debug and
+ * sanitizer builds (LULL_CHECKED, set by lib/CMakeLists.txt); compiled out
+ * (the condition is not evaluated) otherwise. Never put a side effect in it. */
+#ifdef LULL_CHECKED
+#define LULL_ASSERT(cond)                                                                \
+    do {                                                                                 \
+        if (LULL_UNLIKELY(!(cond)))                                                      \
+            lull_fatal("assertion", "%s:%d: %s", __FILE__, __LINE__, #cond);             \
+    } while (0)
+#else
+#define LULL_ASSERT(cond) ((void)sizeof(cond))
+#endif
+
 /* Conservative scanning reads memory it does not own: other threads' stacks
  * (with ASan redzones in them) and words that are not known to be pointers.
  * Those reads are deliberate and happen while the owners are stopped (the
@@ -40,6 +53,16 @@ __attribute__((format(printf, 2, 3)))
 void lull_warn(const char *fn, const char *fmt, ...);
 
 uint64_t lull_now_ns(void);
+
+/* A spin-wait hint to the CPU. */
+static inline void lull_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 static inline size_t lull_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 

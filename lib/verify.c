@@ -1,6 +1,7 @@
 #include "verify.h"
 
 #include "heap.h"
+#include "trace.h"
 #include "util.h"
 
 static uintptr_t checking;   /* the object whose references are checked */
@@ -24,8 +25,9 @@ static void check_ref(void **slot, void *ctx)
                    name ? name : "?", off, (void *)v);
 }
 
-static void verify_object(uintptr_t obj)
+static void verify_object(uintptr_t obj, void *ctx)
 {
+    (void)ctx;
     uintptr_t hdr = *(uintptr_t *)obj;
     const lull_type *t = lull_header_type(hdr);
     size_t room = lull_object_footprint(obj);
@@ -41,22 +43,10 @@ static void verify_object(uintptr_t obj)
                        (void *)obj, t->name ? t->name : "?", n, room);
     }
     checking = obj;
-    if (t->trace) {
-        t->trace((void *)obj, check_ref, NULL);
-        return;
-    }
-    uintptr_t *w = (uintptr_t *)obj;
-    for (uint64_t r = t->refs; r; r &= r - 1)
-        check_ref((void **)&w[__builtin_ctzll(r)], NULL);
-    if (t->elem_size && t->elem_refs) {
-        char *e = (char *)obj + t->size;
-        for (size_t k = 0; k < w[1]; k++, e += t->elem_size)
-            for (uint64_t r = t->elem_refs; r; r &= r - 1)
-                check_ref((void **)((uintptr_t *)e + __builtin_ctzll(r)), NULL);
-    }
+    lull_trace_slots(obj, check_ref, NULL);
 }
 
 void lull_verify_marked(void)
 {
-    lull_heap_each_marked(false, verify_object);
+    lull_heap_each_marked(false, verify_object, NULL);
 }

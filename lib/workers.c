@@ -1,0 +1,145 @@
+/* workers.c — the collector's worker threads (workers.h). */
+#include "workers.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+/* The pool. `lock` protects every field but the tracers; a tracer belongs
+ * to its worker thread while a job runs and to nobody otherwise. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t  wake;        /* a new job, or quit */
+    pthread_cond_t  done;        /* the last worker finished the job */
+    unsigned        nthreads;    /* started and not yet joined */
+    unsigned        wanted;      /* what lull_init asked for */
+    uint64_t        job_seq;     /* bumped for every job */
+    uint64_t        start_seq;   /* job_seq when the threads were started */
+    unsigned        running;     /* workers still inside the current job */
+    lull_worker_job job;
+    void           *arg;
+    bool            quit;
+    pthread_t       threads[LULL_MAX_WORKERS];
+    lull_tracer     tracers[LULL_MAX_WORKERS];
+} workers_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+                .done = PTHREAD_COND_INITIALIZER };
+
+static void *worker_main(void *arg)
+{
+    unsigned id = (unsigned)(uintptr_t)arg;
+    lull_tracer *tr = &workers_g.tracers[id];
+    pthread_mutex_lock(&workers_g.lock);
+    /* Not job_seq as it is now: a job posted between pthread_create and
+     * this line would be missed, and its stopper would wait forever. */
+    uint64_t seen = workers_g.start_seq;
+    for (;;) {
+        while (workers_g.job_seq == seen && !workers_g.quit)
+            pthread_cond_wait(&workers_g.wake, &workers_g.lock);
+        if (workers_g.quit)
+            break;
+        seen = workers_g.job_seq;
+        lull_worker_job job = workers_g.job;
+        void *jarg = workers_g.arg;
+        pthread_mutex_unlock(&workers_g.lock);
+        job(tr, jarg);
+        pthread_mutex_lock(&workers_g.lock);
+        if (--workers_g.running == 0)
+            pthread_cond_signal(&workers_g.done);
+    }
+    pthread_mutex_unlock(&workers_g.lock);
+    return NULL;
+}
+
+static void start_threads(unsigned n)
+{
+    if (n > LULL_MAX_WORKERS)
+        n = LULL_MAX_WORKERS;
+    /* Created with every signal blocked, so they inherit that mask: the
+     * suspend and restart signals, and the application's, never land on a
+     * collector thread. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    workers_g.quit = false;
+    workers_g.nthreads = 0;
+    workers_g.start_seq = workers_g.job_seq;
+    for (unsigned i = 0; i < n; i++) {
+        memset(&workers_g.tracers[i], 0, sizeof workers_g.tracers[i]);
+        workers_g.tracers[i].id = i + 1;
+        int r = pthread_create(&workers_g.threads[i], NULL, worker_main, (void *)(uintptr_t)i);
+        if (r != 0) {
+            lull_warn("lull_init", "cannot start mark worker %u of %u (%s): marking with %u thread(s)",
+                      i + 1, n, strerror(r), i + 1);
+            break;
+        }
+        char name[16];
+        snprintf(name, sizeof name, "lull-mark/%u", i + 1);
+        pthread_setname_np(workers_g.threads[i], name);
+        workers_g.nthreads++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void lull_workers_start(unsigned n)
+{
+    workers_g.wanted = n;
+    start_threads(n);
+}
+
+void lull_workers_stop(void)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    workers_g.quit = true;
+    pthread_cond_broadcast(&workers_g.wake);
+    pthread_mutex_unlock(&workers_g.lock);
+    for (unsigned i = 0; i < workers_g.nthreads; i++)
+        pthread_join(workers_g.threads[i], NULL);
+    for (unsigned i = 0; i < workers_g.nthreads; i++)
+        lull_tracer_release(&workers_g.tracers[i]);
+    workers_g.nthreads = 0;
+    workers_g.quit = false;
+}
+
+void lull_workers_after_fork_child(void)
+{
+    /* The parent's workers do not exist here, and one of them may have held
+     * the lock at the instant of fork(): fresh synchronisation objects,
+     * fresh threads. Their tracers were empty (no job runs across fork). */
+    pthread_mutex_init(&workers_g.lock, NULL);
+    pthread_cond_init(&workers_g.wake, NULL);
+    pthread_cond_init(&workers_g.done, NULL);
+    workers_g.running = 0;
+    if (workers_g.nthreads)
+        start_threads(workers_g.wanted);
+}
+
+unsigned lull_workers_count(void)
+{
+    return workers_g.nthreads;
+}
+
+void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self)
+{
+    if (!workers_g.nthreads) {
+        job(self, arg);
+        return;
+    }
+    pthread_mutex_lock(&workers_g.lock);
+    LULL_ASSERT(workers_g.running == 0);
+    workers_g.job = job;
+    workers_g.arg = arg;
+    workers_g.running = workers_g.nthreads;
+    workers_g.job_seq++;
+    pthread_cond_broadcast(&workers_g.wake);
+    pthread_mutex_unlock(&workers_g.lock);
+
+    job(self, arg);
+
+    pthread_mutex_lock(&workers_g.lock);
+    while (workers_g.running)
+        pthread_cond_wait(&workers_g.done, &workers_g.lock);
+    pthread_mutex_unlock(&workers_g.lock);
+}

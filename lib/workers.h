@@ -1,0 +1,39 @@
+/* workers.h — the collector's worker threads.
+ *
+ * mark-workers=N means at most N threads trace at once; the thread that
+ * stopped the world is one of them, so N - 1 worker threads are started by
+ * lull_init and joined by lull_shutdown. They are not attached: they are
+ * never stopped by the suspend signal (every signal is blocked in them) and
+ * cooperate through the jobs handed to them instead. Idle, they sleep on a
+ * condition variable (no spinning). Each has a name (`lull-mark/1`, ...,
+ * shown by `ps -L`) and its own tracer (trace.h).
+ *
+ * fork(): the forking thread holds the gc lock (init.c), so no job runs and
+ * every worker is parked; the parent's workers stay parked and carry on.
+ * The child has none of those threads: it starts its own set. */
+#ifndef LULL_WORKERS_H
+#define LULL_WORKERS_H
+
+#include "trace.h"
+
+#define LULL_MAX_WORKERS 64
+
+typedef void (*lull_worker_job)(lull_tracer *tr, void *arg);
+
+/* Start n worker threads (lull_init). Threads that cannot be created are
+ * reported once and the collector runs with fewer. */
+void lull_workers_start(unsigned n);
+/* Stop and join them (lull_shutdown). */
+void lull_workers_stop(void);
+/* In the child of fork(): forget the parent's threads, start new ones. */
+void lull_workers_after_fork_child(void);
+
+/* Worker threads running (markers besides the stopping thread). */
+unsigned lull_workers_count(void);
+
+/* Run job(tracer, arg) on every worker and on the calling thread with
+ * `self`, and return when all calls have returned. Only the thread that
+ * stopped the world calls it, with the gc lock held. */
+void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self);
+
+#endif
