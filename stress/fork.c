@@ -30,6 +30,25 @@
 
 #include "lull.h"
 
+/* lull restarts its mark workers in the child (the parent's threads do not
+ * exist there), and ThreadSanitizer by default kills a child that starts a
+ * thread after a multi-threaded fork (its runtime cannot vouch for its own
+ * state there). The child here only runs code that was quiescent at the
+ * fork (lull holds its locks across it), so allow it; TSAN_OPTIONS from the
+ * environment still apply on top of this default. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STRESS_FORK_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(STRESS_FORK_TSAN)
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+    return "die_after_fork=0";
+}
+#endif
+
 struct node {
     lull_header h;
     struct node *next;

@@ -1,0 +1,300 @@
+/*
+ * workers — the mark worker threads and parallel marking (mark-workers=N).
+ *
+ * - mark-workers=N starts N-1 threads named lull-mark/1.. (the thread that
+ *   stops the world is the Nth marker), with every signal blocked, and
+ *   lull_shutdown joins them; mark-workers=1 starts none.
+ * - A graph marked by several markers survives intact, with
+ *   LULL_GC_DEBUG=verify-parallel comparing every parallel mark against a
+ *   serial re-mark; the workers do part of the marking (their CPU time
+ *   grows).
+ * - verify-parallel catches a lost object: LULL_GC_DEBUG=plant-mark-fault
+ *   makes each parallel mark skip one reference, and the child must abort
+ *   with verify-parallel's message (the same program without the fault
+ *   exits cleanly).
+ * - fork(): the child has its own workers and marks with them.
+ */
+#include "check.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+/* test_fork's child starts its own mark worker, after a fork in a
+ * multi-threaded process: ThreadSanitizer kills such a child unless told
+ * otherwise (see stress/fork.c for why this child is safe). */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WORKERS_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(WORKERS_TSAN)
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+    return "die_after_fork=0";
+}
+#endif
+
+#define GRAPH_NODES 200000u
+#define FANOUT      4
+
+struct gnode {
+    lull_header   h;
+    struct gnode *edge[FANOUT];
+    uint64_t      id;
+};
+static const lull_type gnode_type = {
+    .name = "gnode", .size = sizeof(struct gnode),
+    .refs = LULL_REF(struct gnode, edge[0]) | LULL_REF(struct gnode, edge[1]) |
+            LULL_REF(struct gnode, edge[2]) | LULL_REF(struct gnode, edge[3]),
+};
+
+static void *graph_root[1];
+
+/* ---- /proc helpers ------------------------------------------------------ */
+
+struct worker_info {
+    unsigned count;
+    bool all_blocked;          /* suspend and restart signals blocked in each */
+    unsigned long cpu_ticks;   /* utime + stime of all of them */
+};
+
+static bool read_file(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return true;
+}
+
+static struct worker_info workers_now(void)
+{
+    struct worker_info wi = { 0, true, 0 };
+    DIR *d = opendir("/proc/self/task");
+    CHECK(d != NULL, "opendir /proc/self/task: %s", strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[320], buf[4096];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        if (!read_file(path, buf, sizeof buf) || strncmp(buf, "lull-mark/", 10) != 0)
+            continue;
+        wi.count++;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        CHECK(read_file(path, buf, sizeof buf), "read %s", path);
+        const char *blk = strstr(buf, "SigBlk:");
+        CHECK(blk, "no SigBlk in %s", path);
+        unsigned long long mask = strtoull(blk + 7, NULL, 16);
+        if (!(mask & (1ull << (SIGPWR - 1))) || !(mask & (1ull << (SIGXCPU - 1))))
+            wi.all_blocked = false;
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        CHECK(read_file(path, buf, sizeof buf), "read %s", path);
+        /* Fields after the parenthesised name: state is field 3, utime 14, stime 15. */
+        const char *p = strrchr(buf, ')');
+        CHECK(p, "malformed %s", path);
+        unsigned long ut = 0, st = 0;
+        CHECK(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2,
+              "malformed %s", path);
+        wi.cpu_ticks += ut + st;
+    }
+    closedir(d);
+    return wi;
+}
+
+/* ---- the graph ------------------------------------------------------------ */
+
+/* Node i points to node i-1 (so all are reachable from the last) and to
+ * three earlier nodes picked by a fixed generator: wide enough that the
+ * grey stack fills and is shared. */
+static NOINLINE void graph_build(void)
+{
+    struct gnode **all = calloc(GRAPH_NODES, sizeof *all);   /* precise roots: NULL or valid */
+    CHECK(all != NULL, "calloc");
+    CHECK(lull_root_add_refs((void **)all, GRAPH_NODES) == 0, "root_add_refs");
+    uint64_t r = 12345;
+    for (unsigned i = 0; i < GRAPH_NODES; i++) {
+        struct gnode *n = lull_alloc(&gnode_type);
+        CHECK(n != NULL, "alloc gnode %u", i);
+        n->id = i;
+        all[i] = n;
+        if (i) {
+            LULL_SET(n, edge[0], all[i - 1]);
+            for (int k = 1; k < FANOUT; k++) {
+                r = mix64(r);
+                LULL_SET(n, edge[k], all[r % i]);
+            }
+        }
+    }
+    graph_root[0] = all[GRAPH_NODES - 1];
+    lull_root_remove(all);
+    memset(all, 0, GRAPH_NODES * sizeof *all);
+    free(all);
+}
+
+/* Every node reachable once, with its id and its edges as built. */
+static NOINLINE void graph_check(void)
+{
+    struct gnode *n = graph_root[0];
+    uint64_t r = 12345;
+    struct gnode **seen = calloc(GRAPH_NODES, sizeof *seen);
+    CHECK(seen != NULL, "calloc");
+    /* Walk the chain from the last node down, recording each node. */
+    for (unsigned i = GRAPH_NODES; i-- > 0;) {
+        CHECK(n != NULL && n->id == i, "graph node %u lost or corrupt (found %p)", i, (void *)n);
+        seen[i] = n;
+        n = n->edge[0];
+    }
+    CHECK(n == NULL, "graph chain does not end at node 0");
+    for (unsigned i = 1; i < GRAPH_NODES; i++)
+        for (int k = 1; k < FANOUT; k++) {
+            r = mix64(r);
+            CHECK(seen[i]->edge[k] == seen[r % i], "graph node %u edge %d wrong", i, k);
+        }
+    free(seen);
+}
+
+static void majors(int n)
+{
+    for (int i = 0; i < n; i++)
+        lull_collect(LULL_GEN_MAJOR);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_lifecycle(void)
+{
+    CHECK(lull_init("mark-workers=3") == 0, "lull_init mark-workers=3");
+    struct worker_info wi = workers_now();
+    CHECK(wi.count == 2, "mark-workers=3: %u lull-mark threads, expected 2", wi.count);
+    CHECK(wi.all_blocked, "a lull-mark thread does not block the suspend/restart signals");
+    lull_shutdown();
+    wi = workers_now();
+    CHECK(wi.count == 0, "after lull_shutdown: %u lull-mark threads left", wi.count);
+
+    CHECK(lull_init("mark-workers=1") == 0, "lull_init mark-workers=1");
+    wi = workers_now();
+    CHECK(wi.count == 0, "mark-workers=1: %u lull-mark threads, expected none", wi.count);
+    lull_shutdown();
+}
+
+static void test_parallel_mark(void)
+{
+    CHECK(setenv("LULL_GC_DEBUG", "verify-parallel,verify", 1) == 0, "setenv");
+    CHECK(lull_init("mark-workers=2") == 0, "lull_init mark-workers=2");
+    CHECK(lull_root_add_refs(graph_root, 1) == 0, "root");
+    graph_build();
+    clobber_stack();
+    struct worker_info before = workers_now();
+    CHECK(before.count == 1, "mark-workers=2: %u lull-mark threads", before.count);
+    /* The worker's CPU time is counted in clock ticks: repeat until it has
+     * some (each major marks the whole graph, ~10 MB). */
+    int rounds = 0;
+    struct worker_info after;
+    do {
+        majors(2);
+        graph_check();
+        after = workers_now();
+        rounds++;
+    } while (after.cpu_ticks == before.cpu_ticks && rounds < 100);
+    CHECK(after.cpu_ticks > before.cpu_ticks,
+          "the mark worker used no CPU time in %d rounds of two majors", rounds);
+    lull_root_remove(graph_root);
+    graph_root[0] = NULL;
+    lull_shutdown();
+    unsetenv("LULL_GC_DEBUG");
+    printf("workers: parallel mark: graph intact, worker busy after %d round(s)\n", rounds);
+}
+
+/* The child: a parallel mark with or without a planted fault. */
+static void planted_child(bool plant)
+{
+    CHECK(setenv("LULL_GC_DEBUG", plant ? "verify-parallel,plant-mark-fault" : "verify-parallel", 1) == 0,
+          "setenv");
+    CHECK(lull_init("mark-workers=2") == 0, "lull_init");
+    CHECK(lull_root_add_refs(graph_root, 1) == 0, "root");
+    graph_build();
+    clobber_stack();
+    majors(1);
+    graph_check();
+    _exit(0);
+}
+
+static int run_child(void (*fn)(bool), bool arg, char *buf, size_t cap)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe");
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        fn(arg);
+        _exit(0);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t r;
+    while (len + 1 < cap && (r = read(fds[0], buf + len, cap - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = 0;
+    close(fds[0]);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    return st;
+}
+
+static void test_verify_parallel_catches(void)
+{
+    char buf[8192];
+    int st = run_child(planted_child, false, buf, sizeof buf);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "without the fault, the child failed (status %d): %s", st, buf);
+    st = run_child(planted_child, true, buf, sizeof buf);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT &&
+          strstr(buf, "lull: verify-parallel: object ") && strstr(buf, "lost a reachable object"),
+          "a lost object was not caught by verify-parallel (status %d, stderr: %s)", st, buf);
+}
+
+static void test_fork(void)
+{
+    CHECK(setenv("LULL_GC_DEBUG", "verify-parallel", 1) == 0, "setenv");
+    CHECK(lull_init("mark-workers=2") == 0, "lull_init");
+    CHECK(lull_root_add_refs(graph_root, 1) == 0, "root");
+    graph_build();
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        struct worker_info wi = workers_now();
+        CHECK(wi.count == 1, "fork child: %u lull-mark threads, expected 1", wi.count);
+        majors(2);
+        graph_check();
+        _exit(0);
+    }
+    majors(1);
+    graph_check();
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork child failed (status %d)", st);
+    struct worker_info wi = workers_now();
+    CHECK(wi.count == 1, "fork parent: %u lull-mark threads, expected 1", wi.count);
+    lull_root_remove(graph_root);
+    graph_root[0] = NULL;
+    lull_shutdown();
+    unsetenv("LULL_GC_DEBUG");
+}
+
+int main(void)
+{
+    test_lifecycle();
+    test_verify_parallel_catches();
+    test_parallel_mark();
+    test_fork();
+    printf("workers: ok\n");
+    return 0;
+}
