@@ -197,13 +197,17 @@ void lull_collect_locked(int generation, const char *reason)
         pause_hook(&ev, pause_hook_data);
     }
     if (lull_cfg.log) {
-        if (major)
+        if (major) {
+            uint64_t marked, by_stopper;
+            lull_mark_last_work(&marked, &by_stopper);
             fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB, live %.1f MiB, "
-                    "heap %.1f MiB%s\n", (unsigned long long)ncollections, reason, (double)pause / 1e6,
+                    "heap %.1f MiB, scanned %llu objects (%llu by workers)%s\n",
+                    (unsigned long long)ncollections, reason, (double)pause / 1e6,
                     (double)promoted / 1024.0, (double)live / 1048576.0,
-                    (double)lull_heap_bytes_held() / 1048576.0,
+                    (double)lull_heap_bytes_held() / 1048576.0, (unsigned long long)marked,
+                    (unsigned long long)(marked - by_stopper),
                     lull_mark_overflows() ? " (mark stack overflowed)" : "");
-        else
+        } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB\n",
                     (unsigned long long)ncollections, reason, (double)pause / 1e6, (double)promoted / 1024.0);
     }
