@@ -54,6 +54,9 @@ int main(void)
     CHECK(lull_root_add(&word, sizeof word) == -EPERM, "lull_root_add before lull_init should be -EPERM");
     lull_thread_detach();            /* no-op */
     lull_root_remove(&word);         /* no-op */
+    lull_stats s0 = get_stats();     /* filled with 0xa5 first */
+    static const lull_stats zero;
+    CHECK(memcmp(&s0, &zero, sizeof s0) == 0, "lull_get_stats before lull_init is not all zero");
 
     for (size_t c = 0; c < sizeof cycles / sizeof cycles[0]; c++) {
         const char *p = cycles[c];
