@@ -73,7 +73,11 @@ static void check_uninitialised(const char *after)
     CHECK(memcmp(&s, &zero, sizeof s) == 0, "after %s: lull_get_stats is not all zero", after);
 }
 
-/* lull_init(params) must fail with -EINVAL and one stderr line naming key. */
+/* lull_init(params) must fail with -EINVAL and one stderr line from
+ * lull_init naming where the option came from (`params` or LULL_GC_PARAMS)
+ * and the key, quoted (so "major" does not match
+ * "allow-synchronous-major"); `key` with a space in it is a phrase the
+ * line must contain instead. */
 static void expect_rejected(const char *params, const char *env, const char *key)
 {
     char what[512];
@@ -91,8 +95,16 @@ static void expect_rejected(const char *params, const char *env, const char *key
     CHECK(rc == -EINVAL, "%s returned %d, expected -EINVAL", what, rc);
     CHECK(count_lines(err) == 1, "%s: expected exactly one line on stderr, got %d: \"%s\"",
           what, count_lines(err), err);
-    CHECK(strstr(err, key) != NULL, "%s: the stderr line does not name the key \"%s\": \"%s\"",
-          what, key, err);
+    const char *source = env ? "LULL_GC_PARAMS" : "lull_init params";
+    char prefix[128], quoted[128];
+    snprintf(prefix, sizeof prefix, "lull: lull_init: %s: ", source);
+    snprintf(quoted, sizeof quoted, strchr(key, ' ') ? "%s" : "'%s'", key);
+    if (strchr(key, ' '))
+        snprintf(prefix, sizeof prefix, "lull: lull_init: ");
+    CHECK(strncmp(err, prefix, strlen(prefix)) == 0, "%s: the stderr line does not begin with \"%s\": \"%s\"",
+          what, prefix, err);
+    CHECK(strstr(err, quoted) != NULL, "%s: the stderr line does not name the key %s: \"%s\"",
+          what, quoted, err);
     check_uninitialised(what);
 }
 
@@ -146,6 +158,37 @@ static const struct { const char *params, *key; } rejected[] = {
     { "major=stw,bogus-option=1", "bogus-option" },
     { "bogus-option=1,major=stw", "bogus-option" },
     { "major=stw,nursery-size=5m", "nursery-size" },
+    { "max-heap-size=1023k", "max-heap-size" },                 /* below 1m */
+    { "max-heap-size=65t", "max-heap-size" },
+    { "allow-synchronous-major=", "allow-synchronous-major" },
+    { "nursery-size=2g", "nursery-size" },                      /* above 1g */
+    { "nursery-size=32k", "nursery-size" },                     /* below 64k */
+    /* The signals README names as refused (fault-reporting or uncatchable),
+     * out of range, not numbers, and the two signals equal. */
+    { "suspend-signal=9", "suspend-signal" },     /* SIGKILL */
+    { "suspend-signal=19", "suspend-signal" },    /* SIGSTOP */
+    { "suspend-signal=11", "suspend-signal" },    /* SIGSEGV */
+    { "suspend-signal=7", "suspend-signal" },     /* SIGBUS */
+    { "suspend-signal=4", "suspend-signal" },     /* SIGILL */
+    { "suspend-signal=8", "suspend-signal" },     /* SIGFPE */
+    { "suspend-signal=6", "suspend-signal" },     /* SIGABRT */
+    { "suspend-signal=5", "suspend-signal" },     /* SIGTRAP */
+    { "restart-signal=9", "restart-signal" },
+    { "restart-signal=19", "restart-signal" },
+    { "restart-signal=11", "restart-signal" },
+    { "restart-signal=7", "restart-signal" },
+    { "restart-signal=4", "restart-signal" },
+    { "restart-signal=8", "restart-signal" },
+    { "restart-signal=6", "restart-signal" },
+    { "restart-signal=5", "restart-signal" },
+    { "suspend-signal=0", "suspend-signal" },
+    { "suspend-signal=65", "suspend-signal" },
+    { "restart-signal=-1", "restart-signal" },
+    { "suspend-signal=SIGUSR1", "suspend-signal" },
+    { "restart-signal=", "restart-signal" },
+    { "suspend-signal=10,restart-signal=10", "suspend-signal and restart-signal must differ" },
+    { "suspend-signal=24", "suspend-signal and restart-signal must differ" },   /* the default restart */
+    { "restart-signal=30", "suspend-signal and restart-signal must differ" },   /* the default suspend */
 };
 
 static const char *accepted[] = {
@@ -183,6 +226,8 @@ static void test_options(void)
     expect_rejected("major=stw", "bogus-env-key=1", "bogus-env-key");
     expect_rejected("", "mark-workers=0", "mark-workers");
     expect_rejected("nursery-size=4m", "major=often", "major");
+    expect_rejected(NULL, "suspend-signal=9", "suspend-signal");
+    expect_rejected("suspend-signal=10", "restart-signal=10", "suspend-signal and restart-signal must differ");
 
     for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++)
         expect_accepted(accepted[i]);

@@ -3,14 +3,33 @@
  * line naming the function, then abort(): never silent corruption, never
  * a crash of another kind. Each case runs in a forked child (which calls
  * lull_init itself where needed); the parent checks that the child died of
- * SIGABRT and that its stderr is one line containing the function's name.
+ * SIGABRT and that its stderr is exactly the one line lull prints:
+ * "lull: FUNCTION: message", FUNCTION the very function called (so
+ * lull_alloc_array's message must not say lull_alloc), the message
+ * compared in full (%p in the expected text stands for any pointer).
  *
- *  - lull_alloc / lull_alloc_array before lull_init;
- *  - lull_alloc / lull_alloc_array from a thread that is not attached;
- *  - lull_store into a slot outside the heap (stack, malloc'd memory);
- *  - an invalid lull_type (refs bit 0 set: word 0 is the header).
+ *  - every allocation function before lull_init, after lull_shutdown and
+ *    from a thread that is not attached;
+ *  - NULL and malformed types (refs bit 0, a refs bit beyond size, an
+ *    elem_refs bit beyond elem_size, an array without elements) for
+ *    lull_alloc, lull_alloc_array and lull_alloc_pinned;
+ *  - lull_store into a slot outside the heap (stack, malloc'd memory),
+ *    before lull_init and after lull_shutdown;
+ *  - lull_type_of and lull_array_length on NULL, non-heap memory, a
+ *    non-array, before lull_init and after lull_shutdown;
+ *  - lull_collect with an unknown generation (7, -1), before lull_init
+ *    and after lull_shutdown; lull_set_pause_hook before lull_init and
+ *    after lull_shutdown; lull_get_stats(NULL); lull_shutdown with another
+ *    thread attached.
+ *
+ * Bad input that is reported with an error code (roots, attach, init,
+ * allocation sizes, the calls after lull_shutdown that are no misuse) is
+ * checked in error_codes(), with a list built before it that must come out
+ * intact.
  */
 #include "check.h"
+
+#include <ctype.h>
 #include <stdatomic.h>
 
 #include <pthread.h>
@@ -164,6 +183,81 @@ static void shutdown_with_attached_thread(void)
 
 static void stats_null(void) { lull_get_stats(NULL); }
 
+/* More malformed types. */
+static const lull_type refs_beyond_size = {          /* 3 words, bit 3 set */
+    .name = "refs-beyond-size", .size = 3 * sizeof(void *), .refs = (uint64_t)1 << 3,
+};
+static const lull_type elem_refs_beyond = {          /* 1-word elements, bit 1 set */
+    .name = "elem-refs-beyond", .size = sizeof(struct refs), .elem_size = sizeof(void *),
+    .elem_refs = 2,
+};
+static const lull_type elem_refs_odd_size = {        /* references in 12-byte elements */
+    .name = "elem-refs-odd-size", .size = sizeof(struct refs), .elem_size = 12, .elem_refs = 1,
+};
+static const lull_type too_small = { .name = "too-small", .size = 4 };
+
+static void init_child(void) { CHECK(lull_init(NULL) == 0, "lull_init failed in child"); }
+
+static void array_null_type(void)   { init_child(); (void)lull_alloc_array(NULL, 3); }
+static void pinned_null_type(void)  { init_child(); (void)lull_alloc_pinned(NULL); }
+static void pinned_refs0(void)      { init_child(); (void)lull_alloc_pinned(&bad_refs0_type); }
+static void alloc_refs_beyond(void) { init_child(); (void)lull_alloc(&refs_beyond_size); }
+static void pinned_refs_beyond(void) { init_child(); (void)lull_alloc_pinned(&refs_beyond_size); }
+static void alloc_too_small(void)   { init_child(); (void)lull_alloc(&too_small); }
+static void array_elem_refs_beyond(void) { init_child(); (void)lull_alloc_array(&elem_refs_beyond, 4); }
+static void array_elem_refs_odd(void) { init_child(); (void)lull_alloc_array(&elem_refs_odd_size, 4); }
+static void array_of_non_array(void) { init_child(); (void)lull_alloc_array(&tnode_type, 4); }
+static void alloc_of_bad_array(void) { init_child(); (void)lull_alloc(&elem_refs_beyond); }
+
+static void array_after_shutdown(void)
+{
+    init_child();
+    lull_shutdown();
+    (void)lull_alloc_array(&refs_type, 4);
+}
+
+static void pinned_after_shutdown(void)
+{
+    init_child();
+    lull_shutdown();
+    (void)lull_alloc_pinned(&tnode_type);
+}
+
+static void type_of_null(void)      { init_child(); (void)lull_type_of(NULL); }
+static void length_of_null(void)    { init_child(); (void)lull_array_length(NULL); }
+
+static void type_of_after_shutdown(void)
+{
+    init_child();
+    struct tnode *n = tnode_new(1);
+    lull_shutdown();
+    (void)lull_type_of(n);
+}
+
+static void length_after_shutdown(void)
+{
+    init_child();
+    struct refs *r = lull_alloc_array(&refs_type, 3);
+    lull_shutdown();
+    (void)lull_array_length(r);
+}
+
+static void collect_negative_generation(void) { init_child(); lull_collect(-1); }
+
+static void collect_after_shutdown(void)
+{
+    init_child();
+    lull_shutdown();
+    lull_collect(LULL_GEN_NURSERY);
+}
+
+static void pause_hook_after_shutdown(void)
+{
+    init_child();
+    lull_shutdown();
+    lull_set_pause_hook(NULL, NULL);
+}
+
 /* Bad input that is reported with an error code, not an abort. */
 static void error_codes(void)
 {
@@ -178,6 +272,7 @@ static void error_codes(void)
     CHECK(!lull_set_allow_synchronous_major(false), "set_allow_synchronous_major before lull_init");
 
     CHECK(lull_init(NULL) == 0, "lull_init failed");
+    struct tnode *volatile l = list_build(1, 2000);    /* must come out intact */
     CHECK(lull_root_add(NULL, 8) == -EINVAL, "lull_root_add(NULL)");
     CHECK(lull_root_add(range, 0) == -EINVAL, "lull_root_add size 0");
     CHECK(lull_root_add((void *)(UINTPTR_MAX - 8), 64) == -EINVAL, "lull_root_add wrapping range");
@@ -192,14 +287,34 @@ static void error_codes(void)
     CHECK(lull_thread_attach() == 0, "attaching twice returns 0");
     errno = 0;
     CHECK(lull_alloc_array(&refs_type, SIZE_MAX) == NULL && errno == ENOMEM, "SIZE_MAX array");
+    errno = 0;
+    CHECK(lull_alloc_array(&bytes_type, SIZE_MAX) == NULL && errno == ENOMEM, "SIZE_MAX byte array");
+    CHECK(lull_init(NULL) == -EBUSY, "lull_init while initialised");
+    lull_collect(LULL_GEN_MAJOR);
+    list_verify(l, 1, 2000, "list after the rejected calls");
     lull_shutdown();
 
+    /* After lull_shutdown: the calls that are no misuse. */
     CHECK(lull_root_add(range, sizeof range) == -EPERM, "lull_root_add after lull_shutdown");
+    CHECK(lull_root_add_refs(refs, 4) == -EPERM, "lull_root_add_refs after lull_shutdown");
+    lull_root_remove(range);                        /* no-op */
     CHECK(lull_thread_attach() == -EPERM, "lull_thread_attach after lull_shutdown");
+    lull_thread_detach();                           /* no-op */
+    CHECK(!lull_set_allow_synchronous_major(false), "set_allow_synchronous_major after lull_shutdown");
     lull_shutdown();                                /* twice: no-op */
+    /* The heap is gone. (The counters of the run that ended stay readable
+     * until the next lull_init; lull.h promises zeros only before the
+     * first one, so they are not checked here.) */
     lull_stats st;
+    memset(&st, 0xa5, sizeof st);
     lull_get_stats(&st);
-    CHECK(st.collections_major == 0 && st.heap_bytes == 0, "stats after lull_shutdown are not zero");
+    CHECK(st.heap_bytes == 0, "heap_bytes after lull_shutdown is %" PRIu64, st.heap_bytes);
+    /* and lull starts again */
+    CHECK(lull_init(NULL) == 0, "lull_init after lull_shutdown failed");
+    l = list_build(5, 100);
+    lull_collect(LULL_GEN_MAJOR);
+    list_verify(l, 5, 100, "list after a new lull_init");
+    lull_shutdown();
     printf("misuse: error codes: ok\n");
 }
 
@@ -207,7 +322,34 @@ static void error_codes(void)
 
 static int cases_run;
 
-static void expect_abort(const char *what, void (*fn)(void), const char *func)
+/* Does `text` match `pat` in full? "%p" in pat matches a pointer as
+ * printf prints it (0x and hex digits, or "(nil)"); everything else must
+ * be equal. */
+static bool matches(const char *pat, const char *text)
+{
+    while (*pat) {
+        if (pat[0] == '%' && pat[1] == 'p') {
+            pat += 2;
+            if (!strncmp(text, "(nil)", 5)) {
+                text += 5;
+                continue;
+            }
+            if (text[0] != '0' || text[1] != 'x' || !isxdigit((unsigned char)text[2]))
+                return false;
+            text += 2;
+            while (isxdigit((unsigned char)*text))
+                text++;
+            continue;
+        }
+        if (*pat++ != *text++)
+            return false;
+    }
+    return *text == 0;
+}
+
+/* Run fn in a child; it must die of SIGABRT with exactly the stderr line
+ * "lull: <func>: <message>\n" (message may use %p). */
+static void expect_abort(const char *what, void (*fn)(void), const char *func, const char *message)
 {
     int fds[2];
     CHECK(pipe(fds) == 0, "pipe failed");
@@ -246,40 +388,100 @@ static void expect_abort(const char *what, void (*fn)(void), const char *func)
     CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
           "%s: the child died of signal %d (%s), expected SIGABRT; stderr: \"%s\"", what,
           WTERMSIG(status), strsignal(WTERMSIG(status)), buf);
-    CHECK(strstr(buf, func) != NULL, "%s: stderr does not name %s: \"%s\"", what, func, buf);
-    int lines = 0;
-    for (const char *s = buf; *s; s++)
-        lines += (*s == '\n');
-    CHECK(lines == 1, "%s: expected one line on stderr, got %d: \"%s\"", what, lines, buf);
+    char want[512];
+    snprintf(want, sizeof want, "lull: %s: %s\n", func, message);
+    CHECK(matches(want, buf), "%s: stderr is\n  \"%s\"\nexpected exactly one line\n  \"%s\"",
+          what, buf, want);
     printf("misuse: %-45s aborted: %s", what, buf);
     cases_run++;
 }
 
 int main(void)
 {
-    expect_abort("lull_alloc before lull_init", alloc_before_init, "lull_alloc");
-    expect_abort("lull_alloc_array before lull_init", array_before_init, "lull_alloc");
-    expect_abort("lull_alloc from an unattached thread", alloc_unattached, "lull_alloc");
-    expect_abort("lull_alloc_array from an unattached thread", array_unattached, "lull_alloc");
-    expect_abort("lull_store into a stack slot", store_outside_stack, "lull_store");
-    expect_abort("lull_store into a malloc'd slot", store_outside_malloc, "lull_store");
-    expect_abort("lull_alloc with refs bit 0 set", invalid_type, "lull_alloc");
-    expect_abort("lull_alloc_array with refs bit 0 set", invalid_array_type, "lull_alloc");
-    expect_abort("lull_alloc_pinned before lull_init", pinned_before_init, "lull_alloc_pinned");
-    expect_abort("lull_alloc_pinned from an unattached thread", pinned_unattached, "lull_alloc_pinned");
-    expect_abort("lull_alloc(NULL)", alloc_null_type, "lull_alloc");
-    expect_abort("lull_alloc after lull_shutdown", alloc_after_shutdown, "lull_alloc");
-    expect_abort("lull_store before lull_init", store_before_init, "lull_store");
-    expect_abort("lull_store after lull_shutdown", store_after_shutdown, "lull_store");
-    expect_abort("lull_type_of before lull_init", type_of_before_init, "lull_type_of");
-    expect_abort("lull_type_of on a non-heap pointer", type_of_non_heap, "lull_type_of");
-    expect_abort("lull_array_length on a non-array", length_of_non_array, "lull_array_length");
-    expect_abort("lull_array_length on malloc'd memory", length_of_malloc, "lull_array_length");
-    expect_abort("lull_collect before lull_init", collect_before_init, "lull_collect");
-    expect_abort("lull_set_pause_hook before lull_init", pause_hook_before_init, "lull_set_pause_hook");
-    expect_abort("lull_collect(7)", collect_bad_generation, "lull_collect");
-    expect_abort("lull_shutdown with a thread attached", shutdown_with_attached_thread, "lull_shutdown");
-    expect_abort("lull_get_stats(NULL)", stats_null, "lull_get_stats");
+    static const char *const not_init = "lull is not initialised (call lull_init first)";
+    static const char *const not_attached = "the calling thread is not attached (call lull_thread_attach first)";
+    expect_abort("lull_alloc before lull_init", alloc_before_init, "lull_alloc", not_init);
+    expect_abort("lull_alloc_array before lull_init", array_before_init, "lull_alloc_array", not_init);
+    expect_abort("lull_alloc_pinned before lull_init", pinned_before_init, "lull_alloc_pinned", not_init);
+    expect_abort("lull_alloc from an unattached thread", alloc_unattached, "lull_alloc", not_attached);
+    expect_abort("lull_alloc_array from an unattached thread", array_unattached, "lull_alloc_array",
+                 not_attached);
+    expect_abort("lull_alloc_pinned from an unattached thread", pinned_unattached, "lull_alloc_pinned",
+                 not_attached);
+    expect_abort("lull_alloc after lull_shutdown", alloc_after_shutdown, "lull_alloc", not_init);
+    expect_abort("lull_alloc_array after lull_shutdown", array_after_shutdown, "lull_alloc_array", not_init);
+    expect_abort("lull_alloc_pinned after lull_shutdown", pinned_after_shutdown, "lull_alloc_pinned",
+                 not_init);
+
+    expect_abort("lull_alloc(NULL)", alloc_null_type, "lull_alloc", "type is NULL");
+    expect_abort("lull_alloc_array(NULL)", array_null_type, "lull_alloc_array", "type is NULL");
+    expect_abort("lull_alloc_pinned(NULL)", pinned_null_type, "lull_alloc_pinned", "type is NULL");
+    static const char *const malformed =
+        "type '%s' is malformed (size %zu, refs %#llx: word 0 is the header, reference bits must lie "
+        "inside size)";
+    static const char *const bad_array =
+        "type '%s' is not a valid type (size %zu, refs %#llx, elem_size %zu, elem_refs %#llx: word 0 "
+        "is the header, an array needs size >= 16 and elem_size > 0, reference bits must lie inside "
+        "size and elem_size)";
+    char m[512];
+#define MALFORMED(t) (snprintf(m, sizeof m, malformed, (t)->name, (t)->size, (unsigned long long)(t)->refs), m)
+#define BAD_ARRAY(t) (snprintf(m, sizeof m, bad_array, (t)->name, (t)->size, (unsigned long long)(t)->refs, \
+                               (t)->elem_size, (unsigned long long)(t)->elem_refs), m)
+    expect_abort("lull_alloc with refs bit 0 set", invalid_type, "lull_alloc", MALFORMED(&bad_refs0_type));
+    expect_abort("lull_alloc_pinned with refs bit 0 set", pinned_refs0, "lull_alloc_pinned",
+                 MALFORMED(&bad_refs0_type));
+    expect_abort("lull_alloc with a refs bit beyond size", alloc_refs_beyond, "lull_alloc",
+                 MALFORMED(&refs_beyond_size));
+    expect_abort("lull_alloc_pinned with a refs bit beyond size", pinned_refs_beyond, "lull_alloc_pinned",
+                 MALFORMED(&refs_beyond_size));
+    expect_abort("lull_alloc with size 4", alloc_too_small, "lull_alloc", MALFORMED(&too_small));
+    expect_abort("lull_alloc_array with refs bit 0 set", invalid_array_type, "lull_alloc_array",
+                 BAD_ARRAY(&bad_refs0_array));
+    expect_abort("lull_alloc_array with an elem_refs bit beyond elem_size", array_elem_refs_beyond,
+                 "lull_alloc_array", BAD_ARRAY(&elem_refs_beyond));
+    expect_abort("lull_alloc_array with references in 12-byte elements", array_elem_refs_odd,
+                 "lull_alloc_array", BAD_ARRAY(&elem_refs_odd_size));
+    expect_abort("lull_alloc_array of a type without elements", array_of_non_array, "lull_alloc_array",
+                 BAD_ARRAY(&tnode_type));
+    expect_abort("lull_alloc of an array type with a bad elem_refs", alloc_of_bad_array, "lull_alloc",
+                 BAD_ARRAY(&elem_refs_beyond));
+#undef MALFORMED
+#undef BAD_ARRAY
+
+    expect_abort("lull_store into a stack slot", store_outside_stack, "lull_store",
+                 "slot %p (object %p) is not inside the lull heap");
+    expect_abort("lull_store into a malloc'd slot", store_outside_malloc, "lull_store",
+                 "slot %p (object %p) is not inside the lull heap");
+    expect_abort("lull_store before lull_init", store_before_init, "lull_store", not_init);
+    expect_abort("lull_store after lull_shutdown", store_after_shutdown, "lull_store", not_init);
+
+    expect_abort("lull_type_of before lull_init", type_of_before_init, "lull_type_of", not_init);
+    expect_abort("lull_type_of after lull_shutdown", type_of_after_shutdown, "lull_type_of", not_init);
+    expect_abort("lull_type_of(NULL)", type_of_null, "lull_type_of", "(nil) is not a heap object");
+    expect_abort("lull_type_of on a non-heap pointer", type_of_non_heap, "lull_type_of",
+                 "%p is not a heap object");
+    expect_abort("lull_array_length(NULL)", length_of_null, "lull_array_length",
+                 "(nil) is not a heap object");
+    expect_abort("lull_array_length on a non-array", length_of_non_array, "lull_array_length",
+                 "%p is not an array (type 'test-node')");
+    expect_abort("lull_array_length on malloc'd memory", length_of_malloc, "lull_array_length",
+                 "%p is not a heap object");
+    expect_abort("lull_array_length after lull_shutdown", length_after_shutdown, "lull_array_length",
+                 not_init);
+
+    expect_abort("lull_collect before lull_init", collect_before_init, "lull_collect", not_init);
+    expect_abort("lull_collect after lull_shutdown", collect_after_shutdown, "lull_collect", not_init);
+    expect_abort("lull_collect(7)", collect_bad_generation, "lull_collect",
+                 "unknown generation 7 (LULL_GEN_NURSERY or LULL_GEN_MAJOR)");
+    expect_abort("lull_collect(-1)", collect_negative_generation, "lull_collect",
+                 "unknown generation -1 (LULL_GEN_NURSERY or LULL_GEN_MAJOR)");
+    expect_abort("lull_set_pause_hook before lull_init", pause_hook_before_init, "lull_set_pause_hook",
+                 not_init);
+    expect_abort("lull_set_pause_hook after lull_shutdown", pause_hook_after_shutdown, "lull_set_pause_hook",
+                 not_init);
+    expect_abort("lull_shutdown with a thread attached", shutdown_with_attached_thread, "lull_shutdown",
+                 "1 other thread(s) are still attached; detach them first");
+    expect_abort("lull_get_stats(NULL)", stats_null, "lull_get_stats", "stats is NULL");
     error_codes();
 
     /* The parent never initialised lull: a normal run still works. */

@@ -15,9 +15,10 @@
  *    in place after it is no longer pinned (it is a root until the next
  *    major), and moves after a major;
  *  - statistics count minors and their pauses apart from majors;
- *  - four threads allocating lists concurrently with minors lose nothing;
- *  - LULL_GC_DEBUG=check-cards catches a reference stored into an old
- *    object without lull_store.
+ *  - four threads allocating lists concurrently with minors lose nothing.
+ *
+ * (LULL_GC_DEBUG=check-cards catching a store without lull_store is in
+ * debug_checks, with the other debug checks.)
  *
  * Addresses compared across collections are kept XOR-masked so that the
  * comparison itself does not pin the object (the stack is scanned).
@@ -25,8 +26,6 @@
 #include "check.h"
 
 #include <pthread.h>
-#include <signal.h>
-#include <sys/wait.h>
 
 #define MASK ((uintptr_t)0x5a5a5a5a5a5a5a5aull)
 #define HIDE(p) ((uintptr_t)(p) ^ MASK)
@@ -257,57 +256,8 @@ static void test_threads(void)
         pthread_join(t[i], NULL);
 }
 
-/* ---- check-cards -------------------------------------------------------- */
-
-static NOINLINE void store_without_barrier(struct tnode *old)
-{
-    old->next = tnode_new(2);                        /* no lull_store: no card */
-}
-
-static void missing_barrier(void)
-{
-    setenv("LULL_GC_DEBUG", "check-cards", 1);
-    CHECK(lull_init(NULL) == 0, "init");
-    void *root[1] = { lull_alloc_pinned(&tnode_type) };   /* in the major heap: old */
-    CHECK(root[0] && lull_root_add_refs(root, 1) == 0, "root");
-    store_without_barrier(root[0]);
-    clobber_stack();
-    minor();
-    _exit(0);
-}
-
-static void test_check_cards(void)
-{
-    int fds[2];
-    CHECK(pipe(fds) == 0, "pipe");
-    fflush(stdout);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork");
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        close(fds[0]);
-        missing_barrier();
-    }
-    close(fds[1]);
-    char buf[4096];
-    size_t len = 0;
-    ssize_t r;
-    while ((r = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
-        len += (size_t)r;
-    buf[len] = 0;
-    close(fds[0]);
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
-    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(buf, "check-cards"),
-          "a store without lull_store was not caught by check-cards (status %d, stderr: %s)", st, buf);
-}
-
 int main(void)
 {
-    /* First, in a fresh process: no stale stack word can pin the young
-     * object (check-cards forgives a store whose target is pinned, which
-     * is what a thread stopped inside lull_store looks like). */
-    test_check_cards();
     CHECK(lull_init(NULL) == 0, "lull_init");
     lull_stats a = get_stats();
     test_promotion();

@@ -46,9 +46,27 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
+/* A detached worker is counted from the second round of pthread_key
+ * destructors: lull detaches a thread that exits attached from its own key
+ * destructor, in the first round, so once this one has run twice the
+ * thread is detached from lull and lull_shutdown may follow (the pattern
+ * of stress/churn.c). */
+static pthread_key_t done_key;
+
+static void done_destructor(void *p)
+{
+    if (p == (void *)1) {
+        pthread_setspecific(done_key, (void *)2);   /* once more, after every first-round destructor */
+        return;
+    }
+    atomic_fetch_add(&detached_done, 1);
+}
+
 static void *worker(void *arg)
 {
     uintptr_t i = (uintptr_t)arg;
+    if (i % DETACHED_EVERY == 1)
+        CHECK(pthread_setspecific(done_key, (void *)1) == 0, "pthread_setspecific failed");
     CHECK(lull_thread_attach() == 0, "thread %lu: lull_thread_attach failed", (unsigned long)i);
     if (i % 5 == 0)
         CHECK(lull_thread_attach() == 0, "thread %lu: second lull_thread_attach did not return 0",
@@ -64,8 +82,6 @@ static void *worker(void *arg)
             lull_thread_detach();     /* not attached any more: no-op */
     }
     /* the others exit attached */
-    if (i % DETACHED_EVERY == 1)
-        atomic_fetch_add(&detached_done, 1);
     return NULL;
 }
 
@@ -86,6 +102,7 @@ int main(void)
 {
     pthread_t wd;
     CHECK(pthread_create(&wd, NULL, watchdog, NULL) == 0, "pthread_create failed");
+    CHECK(pthread_key_create(&done_key, done_destructor) == 0, "pthread_key_create failed");
     CHECK(lull_init(NULL) == 0, "lull_init failed");
     struct tnode *volatile mine = list_build(1, 5000);
 
@@ -113,9 +130,10 @@ int main(void)
         list_verify(mine, 1, 5000, "main thread's list during thread churn");
         atomic_fetch_add(&progress, 1);
     }
+    /* Every detached pthread is past lull's destructor (joinable ones were
+     * joined): none is attached any more. */
     while (atomic_load(&detached_done) < expected_detached)
         sleep_ms(1);
-    sleep_ms(50);        /* let the last detached pthreads finish exiting */
     atomic_fetch_add(&progress, 1);
 
     atomic_store(&stop, 1);

@@ -19,6 +19,7 @@
 
 #include <lull.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -92,6 +93,20 @@ static int init_captured(const char *params)
     return rc;
 }
 
+/* Does `text` name `key` as a whole word (not inside a longer option name:
+ * "major" must not match "allow-synchronous-major")? */
+static int names_key(const char *text, const char *key)
+{
+    size_t n = strlen(key);
+    for (const char *p = strstr(text, key); p; p = strstr(p + 1, key)) {
+        char before = p == text ? ' ' : p[-1], after = p[n];
+        if (!isalnum((unsigned char)before) && before != '-' && before != '_' &&
+            !isalnum((unsigned char)after) && after != '-' && after != '_')
+            return 1;
+    }
+    return 0;
+}
+
 static void rejected(const char *params, const char *env, const char *key)
 {
     if (env)
@@ -106,7 +121,7 @@ static void rejected(const char *params, const char *env, const char *key)
     int lines = 0;
     for (const char *s = err_text; *s; s++)
         lines += (*s == '\n');
-    EXPECT(lines == 1 && strstr(err_text, key) != NULL,
+    EXPECT(lines == 1 && names_key(err_text, key),
            "lull_init(\"%s\") with LULL_GC_PARAMS=\"%s\": expected one stderr line naming \"%s\", got: \"%s\"",
            params ? params : "NULL", env ? env : "", key, err_text);
 }

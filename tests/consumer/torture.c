@@ -611,6 +611,22 @@ static void *churner(void *arg)
 
 static atomic_ulong forced;
 
+/* lull_set_allow_synchronous_major says whether the collector honours the
+ * request: never with major=stw (API.md), and the answer depends on the
+ * configuration only, so it never changes during a run. */
+static int allow_answer = -1;
+
+static void set_allow(bool allow)
+{
+    bool r = lull_set_allow_synchronous_major(allow);
+    const char *p = getenv("LULL_GC_PARAMS");
+    if (r && p && strstr(p, "major=stw"))
+        fail("lull_set_allow_synchronous_major(%d) returned true with major=stw", (int)allow);
+    if (allow_answer >= 0 && (int)r != allow_answer)
+        fail("lull_set_allow_synchronous_major returned %d, earlier %d", (int)r, allow_answer);
+    allow_answer = r;
+}
+
 static void *collector(void *arg)
 {
     uint64_t rng = 12345;
@@ -622,10 +638,10 @@ static void *collector(void *arg)
         lull_collect(r % 3 == 0 ? LULL_GEN_MAJOR : LULL_GEN_NURSERY);
         atomic_fetch_add(&forced, 1);
         if (r % 16 == 1)
-            (void)lull_set_allow_synchronous_major((r >> 8) & 1);
+            set_allow((r >> 8) & 1);
         sleep_us(1000 + (unsigned)(r % 2000));
     }
-    (void)lull_set_allow_synchronous_major(true);
+    set_allow(true);
     lull_thread_detach();
     return NULL;
 }

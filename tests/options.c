@@ -1,0 +1,428 @@
+/*
+ * options — every option changes something this test observes (bad_input
+ * checks that each one parses; this checks that it does what README says):
+ *
+ *  - nursery-size: a minor runs each time the nursery is full, so a fixed
+ *    volume of garbage costs about volume / nursery-size minors (256k, 1m,
+ *    4m, and 16m with max-heap-size=32m, which halves it to 4m);
+ *  - max-heap-size: an array over the limit, and filling the heap, give
+ *    NULL with ENOMEM; the same array without the limit is allocated;
+ *  - suspend-signal / restart-signal: lull's handlers sit on the chosen
+ *    signals while it is initialised and the program's own handlers on
+ *    the defaults (SIGPWR, SIGXCPU) stay, never called, while pauses stop
+ *    another attached thread; lull_shutdown gives the signals back;
+ *  - major, mark-workers, concurrent-sweep, allow-synchronous-major,
+ *    finalizers: README says they take effect with concurrent marking,
+ *    workers, background sweep and finalizers; until then every major is
+ *    synchronous whatever they say and lull_set_allow_synchronous_major
+ *    returns false, which is checked for each so that the test fails (and
+ *    must be extended) when one starts to matter;
+ *  - LULL_GC_DEBUG=log: one line per collection, kind and reason;
+ *    collect-every=N: exactly one collection per N allocations, every
+ *    fourth a major; mark-stack-limit=N: the major's log line reports the
+ *    overflow, and nothing is lost; fail-mmap=1: heap growth fails with
+ *    ENOMEM while the nursery still allocates.
+ */
+#include "check.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+
+#define MB ((size_t)1 << 20)
+
+static void init_or_die(const char *params)
+{
+    int rc = lull_init(params);
+    CHECK(rc == 0, "lull_init(\"%s\") returned %d", params ? params : "NULL", rc);
+}
+
+/* ---------------------------------------------------------------------- */
+/* nursery-size                                                            */
+/* ---------------------------------------------------------------------- */
+
+#define GARBAGE (64 * MB)
+
+static NOINLINE void make_garbage(size_t bytes)
+{
+    for (size_t done = 0; done < bytes; done += sizeof(struct tnode))
+        CHECK(lull_alloc(&tnode_type) != NULL, "lull_alloc failed");
+}
+
+/* Minors caused by allocating GARBAGE bytes of short-lived nodes. */
+static uint64_t minors_for_garbage(const char *params)
+{
+    init_or_die(params);
+    lull_stats a = get_stats();
+    make_garbage(GARBAGE);
+    lull_stats b = get_stats();
+    lull_shutdown();
+    return b.collections_minor - a.collections_minor;
+}
+
+static void check_minors(const char *params, size_t nursery)
+{
+    uint64_t n = minors_for_garbage(params);
+    uint64_t expect = GARBAGE / nursery;
+    /* The last nursery's worth needs no minor, TLAB tails cost a little;
+     * a nursery half or twice the size asked would be far outside. */
+    CHECK(n + 1 + expect / 8 >= expect && n <= expect + expect / 8,
+          "%s: %zu MiB of garbage caused %" PRIu64 " minors, expected about %" PRIu64
+          " (one per %zu KiB nursery)", params, GARBAGE / MB, n, expect, nursery >> 10);
+    printf("options: %-38s %4" PRIu64 " minors for %zu MiB (expected ~%" PRIu64 ")\n", params, n,
+           GARBAGE / MB, expect);
+}
+
+static void test_nursery_size(void)
+{
+    check_minors("nursery-size=256k", 256 << 10);
+    check_minors("nursery-size=1m", 1 * MB);
+    check_minors("nursery-size=4m", 4 * MB);
+    /* README: halved until at most an eighth of max-heap-size. */
+    check_minors("nursery-size=16m,max-heap-size=32m", 4 * MB);
+    check_minors("nursery-size=16m", 16 * MB);
+}
+
+/* ---------------------------------------------------------------------- */
+/* max-heap-size                                                           */
+/* ---------------------------------------------------------------------- */
+
+static NOINLINE size_t fill_until_enomem(void)
+{
+    static void *keep[256];
+    CHECK(lull_root_add(keep, sizeof keep) == 0, "lull_root_add failed");
+    size_t n = 0;
+    for (; n < 256; n++) {
+        errno = 0;
+        keep[n] = lull_alloc_array(&bytes_type, MB);
+        if (!keep[n]) {
+            CHECK(errno == ENOMEM, "allocation failed with errno %d, expected ENOMEM", errno);
+            break;
+        }
+    }
+    memset(keep, 0, sizeof keep);
+    lull_root_remove(keep);
+    return n;
+}
+
+static void test_max_heap_size(void)
+{
+    init_or_die("max-heap-size=16m");
+    errno = 0;
+    void *p = lull_alloc_array(&bytes_type, 20 * MB);
+    CHECK(p == NULL && errno == ENOMEM, "max-heap-size=16m: a 20 MiB array gave %p (errno %d)", p, errno);
+    size_t n = fill_until_enomem();
+    CHECK(n >= 4 && n <= 16, "max-heap-size=16m: %zu one-MiB arrays fit before ENOMEM", n);
+    lull_shutdown();
+
+    init_or_die(NULL);
+    struct bytes *volatile b = lull_alloc_array(&bytes_type, 20 * MB);
+    CHECK(b != NULL, "without max-heap-size a 20 MiB array failed: %s", strerror(errno));
+    n = fill_until_enomem();
+    CHECK(n == 256, "without max-heap-size only %zu one-MiB arrays fit", n);
+    b = NULL;
+    lull_shutdown();
+    printf("options: max-heap-size=16m: ENOMEM as promised\n");
+}
+
+/* ---------------------------------------------------------------------- */
+/* suspend-signal, restart-signal                                          */
+/* ---------------------------------------------------------------------- */
+
+static volatile sig_atomic_t app_hits[65];
+static void app_handler(int sig)
+{
+    app_hits[sig]++;
+}
+
+static void install_app_handler(int sig)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = app_handler;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(sig, &sa, NULL) == 0, "sigaction(%d) failed", sig);
+}
+
+static bool handler_is_app(int sig)
+{
+    struct sigaction cur;
+    CHECK(sigaction(sig, NULL, &cur) == 0, "sigaction(%d) query failed", sig);
+    return !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == app_handler;
+}
+
+static atomic_int other_stop, other_ready;
+
+static void *other_thread(void *arg)
+{
+    (void)arg;
+    CHECK(lull_thread_attach() == 0, "attach failed");
+    atomic_store(&other_ready, 1);
+    while (!atomic_load(&other_stop)) {
+        struct tnode *volatile n = tnode_new(9);
+        (void)n;
+        sleep_ms(1);
+    }
+    lull_thread_detach();
+    return NULL;
+}
+
+/* Collections stop another attached thread; return how many ran. */
+static uint64_t collect_with_other_thread(void)
+{
+    atomic_store(&other_stop, 0);
+    atomic_store(&other_ready, 0);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, other_thread, NULL) == 0, "pthread_create failed");
+    while (!atomic_load(&other_ready))
+        sleep_ms(1);
+    lull_stats a = get_stats();
+    for (int i = 0; i < 10; i++)
+        lull_collect(i % 2 ? LULL_GEN_MAJOR : LULL_GEN_NURSERY);
+    lull_stats b = get_stats();
+    atomic_store(&other_stop, 1);
+    pthread_join(t, NULL);
+    return b.pauses - a.pauses;
+}
+
+static void check_signals(const char *params, int suspend, int restart)
+{
+    static const int all[] = { SIGPWR, SIGXCPU, SIGUSR1, SIGUSR2 };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        install_app_handler(all[i]);
+        app_hits[all[i]] = 0;
+    }
+    init_or_die(params);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        int s = all[i];
+        bool lulls = s == suspend || s == restart;
+        CHECK(handler_is_app(s) == !lulls, "%s: signal %d (%s) %s", params ? params : "defaults", s,
+              strsignal(s), lulls ? "still has the program's handler, not lull's"
+                                  : "lost the program's handler to lull");
+    }
+    uint64_t pauses = collect_with_other_thread();
+    CHECK(pauses >= 10, "%s: 10 collections with a second thread made %" PRIu64 " pauses",
+          params ? params : "defaults", pauses);
+    lull_shutdown();
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        int s = all[i];
+        CHECK(handler_is_app(s), "%s: after lull_shutdown signal %d (%s) did not get the program's "
+              "handler back", params ? params : "defaults", s, strsignal(s));
+        CHECK(app_hits[s] == 0, "%s: the program's handler of signal %d (%s) ran %d times: lull "
+              "signalled it", params ? params : "defaults", s, strsignal(s), (int)app_hits[s]);
+        signal(s, SIG_DFL);
+    }
+    printf("options: %-38s handlers on %d and %d, the program's elsewhere\n",
+           params ? params : "defaults", suspend, restart);
+}
+
+static void test_signals(void)
+{
+    check_signals(NULL, SIGPWR, SIGXCPU);
+    check_signals("suspend-signal=10,restart-signal=12", SIGUSR1, SIGUSR2);
+    check_signals("suspend-signal=12", SIGUSR2, SIGXCPU);
+    check_signals("restart-signal=10", SIGPWR, SIGUSR1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Options that take effect with later issues                              */
+/* ---------------------------------------------------------------------- */
+
+static void check_not_yet(const char *params)
+{
+    init_or_die(params);
+    struct tnode *volatile l = list_build(1, 5000);
+    lull_stats a = get_stats();
+    for (int i = 0; i < 3; i++)
+        lull_collect(LULL_GEN_MAJOR);
+    bool honoured = lull_set_allow_synchronous_major(false);
+    lull_collect(LULL_GEN_MAJOR);
+    bool honoured2 = lull_set_allow_synchronous_major(true);
+    lull_stats b = get_stats();
+    list_verify(l, 1, 5000, params);
+    lull_shutdown();
+    CHECK(!honoured && !honoured2, "%s: lull_set_allow_synchronous_major returned true: concurrent "
+          "majors exist now, so this option has an effect to test", params);
+    CHECK(b.collections_major - a.collections_major == 4 &&
+          b.collections_major_sync - a.collections_major_sync == 4,
+          "%s: 4 majors, %" PRIu64 " counted as synchronous: majors are no longer all synchronous, "
+          "so this option has an effect to test", params,
+          b.collections_major_sync - a.collections_major_sync);
+}
+
+static void test_not_yet(void)
+{
+    static const char *const params[] = {
+        "major=concurrent", "major=stw", "mark-workers=1", "mark-workers=8",
+        "concurrent-sweep=no", "concurrent-sweep=yes", "allow-synchronous-major=no",
+        "allow-synchronous-major=yes", "finalizers=manual", "finalizers=auto",
+    };
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
+        check_not_yet(params[i]);
+    printf("options: major, mark-workers, concurrent-sweep, allow-synchronous-major, finalizers: "
+           "no effect yet, as README says\n");
+}
+
+/* ---------------------------------------------------------------------- */
+/* LULL_GC_DEBUG options with an effect outside debug_checks               */
+/* ---------------------------------------------------------------------- */
+
+static FILE *cap_file;
+static int cap_saved = -1;
+static char cap_buf[65536];
+
+static void capture_begin(void)
+{
+    fflush(stderr);
+    cap_file = tmpfile();
+    CHECK(cap_file != NULL, "tmpfile failed");
+    cap_saved = dup(2);
+    CHECK(cap_saved >= 0 && dup2(fileno(cap_file), 2) == 2, "dup2 failed");
+}
+
+static const char *capture_end(void)
+{
+    fflush(stderr);
+    dup2(cap_saved, 2);
+    close(cap_saved);
+    rewind(cap_file);
+    size_t n = fread(cap_buf, 1, sizeof cap_buf - 1, cap_file);
+    cap_buf[n] = 0;
+    fclose(cap_file);
+    return cap_buf;
+}
+
+static void test_log(void)
+{
+    setenv("LULL_GC_DEBUG", "log", 1);
+    init_or_die(NULL);
+    unsetenv("LULL_GC_DEBUG");
+    capture_begin();
+    lull_collect(LULL_GEN_NURSERY);
+    lull_collect(LULL_GEN_MAJOR);
+    const char *out = capture_end();
+    lull_shutdown();
+    const char *minor = "lull: collection 1 (minor, explicit): pause ";
+    const char *major = "lull: collection 2 (major, explicit): pause ";
+    const char *nl = strchr(out, '\n');
+    CHECK(nl && !strncmp(out, minor, strlen(minor)) && !strncmp(nl + 1, major, strlen(major)) &&
+          strchr(nl + 1, '\n') && strchr(nl + 1, '\n')[1] == 0,
+          "LULL_GC_DEBUG=log: expected two lines beginning \"%s\" and \"%s\", got \"%s\"", minor, major, out);
+    CHECK(strstr(nl + 1, ", live ") && strstr(nl + 1, " MiB, heap "),
+          "LULL_GC_DEBUG=log: the major's line has no live and heap size: \"%s\"", out);
+    printf("options: LULL_GC_DEBUG=log: one line per collection\n");
+}
+
+#define EVERY 50
+#define ALLOCS (EVERY * 100)
+
+static NOINLINE void allocate_n(size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        CHECK(lull_alloc(&tnode_type) != NULL, "lull_alloc failed");
+}
+
+static void test_collect_every(void)
+{
+    char debug[64];
+    snprintf(debug, sizeof debug, "collect-every=%d", EVERY);
+    setenv("LULL_GC_DEBUG", debug, 1);
+    init_or_die(NULL);
+    unsetenv("LULL_GC_DEBUG");
+    lull_stats a = get_stats();
+    allocate_n(ALLOCS);     /* 320 KiB: the nursery never fills by itself */
+    lull_stats b = get_stats();
+    lull_shutdown();
+    uint64_t minors = b.collections_minor - a.collections_minor;
+    uint64_t majors = b.collections_major - a.collections_major;
+    CHECK(minors + majors == ALLOCS / EVERY && majors == ALLOCS / EVERY / 4,
+          "LULL_GC_DEBUG=%s: %d allocations caused %" PRIu64 " minors and %" PRIu64 " majors, expected "
+          "%d collections, every fourth a major", debug, ALLOCS, minors, majors, ALLOCS / EVERY);
+    printf("options: LULL_GC_DEBUG=%s: %" PRIu64 " minors, %" PRIu64 " majors for %d allocations\n",
+           debug, minors, majors, ALLOCS);
+}
+
+/* A wide graph: one array of 4096 references to nodes of a list each. */
+static NOINLINE struct refs *build_wide(void)
+{
+    struct refs *r = lull_alloc_array(&refs_type, 4096);
+    CHECK(r != NULL, "alloc failed");
+    for (size_t i = 0; i < 4096; i++)
+        lull_store(r, &r->item[i], list_build(i << 8, 3));
+    return r;
+}
+
+static NOINLINE void verify_wide(struct refs *r)
+{
+    for (size_t i = 0; i < 4096; i++)
+        list_verify(r->item[i], i << 8, 3, "wide graph");
+}
+
+static bool major_overflowed(const char *debug)
+{
+    setenv("LULL_GC_DEBUG", debug, 1);
+    init_or_die(NULL);
+    unsetenv("LULL_GC_DEBUG");
+    struct refs *volatile r = build_wide();
+    capture_begin();
+    lull_collect(LULL_GEN_MAJOR);       /* promotes the graph, then marks it */
+    lull_collect(LULL_GEN_MAJOR);
+    const char *out = capture_end();
+    verify_wide(r);
+    lull_shutdown();
+    CHECK(strstr(out, "(major, explicit)"), "%s: no major in the log: \"%s\"", debug, out);
+    return strstr(out, " (mark stack overflowed)\n") != NULL;
+}
+
+static void test_mark_stack_limit(void)
+{
+    CHECK(major_overflowed("log,mark-stack-limit=16"),
+          "LULL_GC_DEBUG=mark-stack-limit=16: the major over 16384 objects did not overflow the grey stack");
+    CHECK(!major_overflowed("log"), "without mark-stack-limit the grey stack overflowed");
+    printf("options: LULL_GC_DEBUG=mark-stack-limit=16: the grey stack overflows, nothing lost\n");
+}
+
+static void test_fail_mmap(void)
+{
+    setenv("LULL_GC_DEBUG", "fail-mmap=1", 1);
+    init_or_die(NULL);
+    unsetenv("LULL_GC_DEBUG");
+    errno = 0;
+    void *big = lull_alloc_array(&bytes_type, MB);
+    int e1 = errno;
+    errno = 0;
+    void *pinned = lull_alloc_pinned(&tnode_type);
+    int e2 = errno;
+    struct tnode *volatile l = list_build(1, 1000);    /* the nursery was committed at lull_init */
+    lull_collect(LULL_GEN_NURSERY);
+    list_verify(l, 1, 1000, "fail-mmap=1: list in the nursery");
+    lull_shutdown();
+    CHECK(big == NULL && e1 == ENOMEM, "fail-mmap=1: a 1 MiB array gave %p (errno %d), expected ENOMEM",
+          big, e1);
+    CHECK(pinned == NULL && e2 == ENOMEM, "fail-mmap=1: lull_alloc_pinned gave %p (errno %d), expected ENOMEM",
+          pinned, e2);
+
+    init_or_die(NULL);
+    big = lull_alloc_array(&bytes_type, MB);
+    pinned = lull_alloc_pinned(&tnode_type);
+    CHECK(big != NULL && pinned != NULL, "without fail-mmap the same allocations failed");
+    big = pinned = NULL;
+    lull_shutdown();
+    printf("options: LULL_GC_DEBUG=fail-mmap=1: heap growth fails with ENOMEM\n");
+}
+
+int main(void)
+{
+    /* This test sets the options itself. */
+    unsetenv("LULL_GC_PARAMS");
+    unsetenv("LULL_GC_DEBUG");
+    test_nursery_size();
+    test_max_heap_size();
+    test_signals();
+    test_not_yet();
+    test_log();
+    test_collect_every();
+    test_mark_stack_limit();
+    test_fail_mmap();
+    printf("options: ok\n");
+    return 0;
+}
