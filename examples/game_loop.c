@@ -8,7 +8,10 @@
  * at the end it prints frame-time and GC-pause percentiles and checks that
  * the world is intact.
  *
- *   game_loop [FRAMES [ENTITIES]]     default: run for about 5 seconds
+ *   game_loop [--seconds S] [FRAMES [ENTITIES]]
+ *
+ * It runs FRAMES frames if given, else S seconds (default 5). The exit
+ * status is 1 if the world is broken or no frame ran.
  */
 #include <lull.h>
 
@@ -158,11 +161,21 @@ static int check_world(uint32_t n)
 
 int main(int argc, char **argv)
 {
-    long frames_wanted = argc > 1 ? atol(argv[1]) : 0;   /* 0: run for ~5 s */
+    double run_seconds = 5.0;
+    if (argc > 2 && !strcmp(argv[1], "--seconds")) {
+        char *end;
+        run_seconds = strtod(argv[2], &end);
+        if (*end || !(run_seconds > 0)) {
+            fprintf(stderr, "game_loop: --seconds needs a positive number, not '%s'\n", argv[2]);
+            return 2;
+        }
+        argc -= 2;
+        argv += 2;
+    }
+    long frames_wanted = argc > 1 ? atol(argv[1]) : 0;   /* 0: run for run_seconds */
     uint32_t n = argc > 2 ? (uint32_t)atol(argv[2]) : 200000;
-    const double run_seconds = 5.0;
-    if (n < 16 || (argc > 1 && frames_wanted <= 0)) {
-        fprintf(stderr, "usage: game_loop [FRAMES [ENTITIES>=16]]\n");
+    if (n < 16 || (argc > 1 && frames_wanted <= 0) || argc > 3) {
+        fprintf(stderr, "usage: game_loop [--seconds S] [FRAMES [ENTITIES>=16]]\n");
         return 2;
     }
 
@@ -179,8 +192,13 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < n; i++)
         for (int k = 0; k < 4; k++)
             LULL_SET(world->e[i], nb[k], world->e[rnd_below(n)]);
+    char running[64];
+    if (frames_wanted)
+        snprintf(running, sizeof running, "%ld frames", frames_wanted);
+    else
+        snprintf(running, sizeof running, "for %g s", run_seconds);
     printf("game_loop: world of %u entities built in %.0f ms; running %s\n", n,
-           (now_s() - t_start) * 1e3, frames_wanted ? argv[1] : "for 5 s");
+           (now_s() - t_start) * 1e3, running);
     fflush(stdout);
 
     size_t cap = 4096, nframes = 0;
@@ -293,9 +311,11 @@ int main(int argc, char **argv)
 
     int bad = check_world(n);
     printf("world: %s (checksum %.0f)\n", bad ? "BROKEN" : "intact", checksum);
+    if (nframes == 0)
+        fprintf(stderr, "game_loop: no frame ran\n");
 
     free(frame_ms);
     lull_root_remove((void **)&world);
     lull_shutdown();
-    return bad ? 1 : 0;
+    return bad || nframes == 0 ? 1 : 0;
 }

@@ -551,6 +551,20 @@ int main(int argc, char **argv)
 
     lull_stats s;
     lull_get_stats(&s);
+    /* The equalities above hold just as well when nothing was spawned or
+     * published: every kind of worker and every path must have run. */
+    for (int k = 0; k < 5; k++)
+        if (kind_count[k] == 0)
+            stress_fail("no %s worker was spawned (%" PRIu64 " threads in all)", kind_names[k], spawned);
+    if (exit_attached == 0 || pthread_exits == 0 || reattached == 0 || bursts == 0 ||
+        attached_during_collect == 0 || published == 0 || retired_verified == 0 || chains_read == 0 ||
+        s.collections_minor == 0 || s.collections_major == 0)
+        stress_fail("too little happened: %" PRIu64 " exited attached, %" PRIu64 " via pthread_exit, %" PRIu64
+                    " re-attached, %" PRIu64 " bursts, %" PRIu64 " attached while a collection was under way, %"
+                    PRIu64 " chains published, %" PRIu64 " retired and verified, %" PRIu64 " read by workers, %"
+                    PRIu64 " minor and %" PRIu64 " major collections", exit_attached, pthread_exits, reattached,
+                    bursts, attached_during_collect, published, retired_verified, chains_read,
+                    s.collections_minor, s.collections_major);
     printf("stress_churn: OK seed %" PRIu64 " %.1f s: threads %" PRIu64 " (", stress_seed, elapsed, spawned);
     for (int k = 0; k < 5; k++)
         printf("%s%s %" PRIu64, k ? ", " : "", kind_names[k], kind_count[k]);

@@ -6,7 +6,7 @@
  *
  * Seconds: --seconds, else LULL_STRESS_SECONDS, else --default-seconds (10).
  *
- * The run is split into phases, one per N in 1, 3, 7, 50 (or just
+ * The run is split into phases, one per N in 1, 3, 7, 11 (or just
  * --fail-every N). Each phase sets LULL_GC_DEBUG=<anything already there>,
  * verify,poison,fail-mmap=N (no verify,poison with --no-verify) before
  * lull_init, so every Nth request for memory from the OS (heap growth,
@@ -44,6 +44,21 @@
  * next request and so is granted, and the allocator then collects and
  * retries again; grey-stack sections fall back to rescanning. So N >= 2
  * exercises the retry and overflow paths, and ENOMEM comes only with N = 1.
+ *
+ * Not checked (issue 13): that a request was actually refused in an N >= 2
+ * phase. lull absorbs those refusals (above) and exposes no count of them:
+ * not in lull_stats, not through errno, not in LULL_GC_DEBUG=log output.
+ * The smallest hook: a counter bumped in lib/os.c injected_failure() when
+ * it fails a request, appended to lull_stats (API.md allows appending
+ * fields); then each phase here asserts that it moved. Until then a phase
+ * requires collections, structures built and objects checked, and the
+ * summary line says the refusals went unobserved.
+ * Measured once by wrapping lull_os_commit/lull_os_alloc (dlsym RTLD_NEXT,
+ * not kept: it depends on lull's internal names): a phase makes only 35 to
+ * 70 requests in a release build (3 to 6 s runs) and about 15 under
+ * ThreadSanitizer (2 s phases), since the heap requests only growth. The
+ * last phase used to be fail-mmap=50 and refused nothing in 6 runs of 6;
+ * fail-mmap=11 refused 3 or 4 requests (1 under TSan).
  */
 #include "stress_common.h"
 
@@ -545,6 +560,11 @@ static void run_phase(int n, double seconds, struct phase_result *res)
         m->table = NULL;
         lull_root_remove((void **)&m->table);
     }
+    /* The checks above pass on a phase that built and collected nothing. */
+    if (res->built == 0 || res->checked == 0 || s.collections_minor == 0 || s.collections_major == 0 || forced == 0)
+        stress_fail("phase %u fail-mmap=%d: too little happened: %" PRIu64 " structures built, %" PRIu64
+                    " objects checked, %" PRIu64 " minor and %" PRIu64 " major collections (%" PRIu64 " forced)",
+                    phase_no, n, res->built, res->checked, s.collections_minor, s.collections_major, forced);
     lull_shutdown();
     if (stress_verbose)
         printf("stress_faults: phase %u fail-mmap=%d: %.1f s, ENOMEM %" PRIu64 ", builds %" PRIu64 " (+%" PRIu64
@@ -571,14 +591,14 @@ static int own_option(const char *arg, const char *val)
 int main(int argc, char **argv)
 {
     stress_parse_args("stress_faults", argc, argv, 10, own_option, "[--fail-every N] [--no-verify]");
-    int every[4] = { 1, 3, 7, 50 };
+    int every[4] = { 1, 3, 7, 11 };
     int nphases = 4;
     if (fail_every_fixed) {
         every[0] = fail_every_fixed;
         nphases = 1;
     }
     printf("stress_faults: seed %" PRIu64 ", %.1f s, fail-mmap=%s%s, LULL_GC_PARAMS='%s' LULL_GC_DEBUG='%s'\n",
-           stress_seed, stress_seconds, nphases > 1 ? "1,3,7,50" : "", nphases > 1 ? "" : "N",
+           stress_seed, stress_seconds, nphases > 1 ? "1,3,7,11" : "", nphases > 1 ? "" : "N",
            stress_env("LULL_GC_PARAMS"), stress_env("LULL_GC_DEBUG"));
     if (nphases == 1)
         printf("stress_faults: fail-mmap=%d%s\n", every[0], verify_heap ? " with verify,poison" : "");
@@ -602,6 +622,7 @@ int main(int argc, char **argv)
         if (res[p].init_retries)
             printf(" (lull_init retried %" PRIu64 " times)", res[p].init_retries);
     }
-    printf("; every failure ENOMEM, everything intact%s\n", verify_heap ? ", heap verified at every collection" : "");
+    printf("; every failure ENOMEM, everything intact%s%s\n", verify_heap ? ", heap verified at every collection" : "",
+           every[nphases - 1] > 1 ? "; refusals absorbed by lull with N >= 2 are not observable (no lull counter)" : "");
     return 0;
 }

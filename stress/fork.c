@@ -1,16 +1,21 @@
 /*
  * stress_fork — fork() in a multi-threaded program while collections run.
  *
- *   stress_fork [--seconds N] [--seed S] [--default-seconds N]
+ *   stress_fork [--seconds N] [--seed S] [--default-seconds N] [--min-forks-per-second R]
  *
  * Seconds: --seconds, else LULL_STRESS_SECONDS, else --default-seconds (10).
+ * The run fails if it forked fewer than R times a second (default 3, or
+ * 0.5 with LULL_GC_DEBUG=verify...; a release build forks about 80 times a
+ * second, ThreadSanitizer about 14, and 2 with the heap verified).
  *
  * Three mutator threads build checksummed lists and publish them into a
  * precise root table (one slot range each, lull_store with release, readers
  * load with acquire), a fourth thread forces collections, and the main
  * thread forks over and over. Each child (single-threaded: the only thread
  * that exists there is the one that forked) verifies every published list
- * it inherited, allocates and collects, verifies again, and exits. The
+ * it inherited (and that it inherited some once the parent had published
+ * any), allocates and collects, verifies again, checks that its own
+ * collections moved the counters it inherited, and exits. The
  * parent waits for it with a deadline: a child that hangs (a collector
  * lock copied while another thread held it) or reports an inconsistency
  * fails the run. The parent's mutators verify their own lists throughout.
@@ -158,6 +163,9 @@ static void *mutator(void *arg)
         next_id += len;
         if (verify(l, "parent mutator", slot) != len)
             fail("parent mutator", "new list of %zu nodes has the wrong length", len);
+        /* The list it replaces has lived through forks and collections. */
+        verify(__atomic_load_n((struct node **)&table[slot], __ATOMIC_ACQUIRE), "parent mutator, replaced list",
+               slot);
         __atomic_store_n((struct node **)&table[slot], l, __ATOMIC_RELEASE);
         atomic_fetch_add(&parent_checks, 1);
     }
@@ -179,10 +187,19 @@ static void *collector(void *arg)
     return NULL;
 }
 
-/* In the child: only this thread exists. */
-static void child(uint64_t seed)
+/* In the child: only this thread exists. `published` is how many lists the
+ * parent's mutators had published before the fork: a table slot, once set,
+ * always holds a list, so with any published the inherited table cannot be
+ * empty. The collection counters are inherited too: only their increase
+ * here, from a reading taken first thing in the child, says that the
+ * child's own collections ran. */
+static void child(uint64_t seed, unsigned long published)
 {
+    lull_stats s0, s1;
+    lull_get_stats(&s0);
     size_t before = verify_table("child, inherited heap");
+    if (published > 0 && before == 0)
+        fail("child", "%lu lists were published before the fork, the inherited table is empty", published);
     struct node *mine = build(1ull << 60, 1 + seed % 300, "child");
     for (int i = 0; i < 3; i++)
         lull_collect(i == 1 ? LULL_GEN_NURSERY : LULL_GEN_MAJOR);
@@ -193,11 +210,11 @@ static void child(uint64_t seed)
         fail("child", "inherited lists had %zu nodes, %zu after collecting", before, after);
     if (lull_thread_attach() != 0)
         fail("child", "lull_thread_attach in the child returned an error");
-    lull_stats s;
-    lull_get_stats(&s);
-    if (s.collections_major < 2 || s.collections_minor < 1)
-        fail("child", "%" PRIu64 " majors and %" PRIu64 " minors after 2 majors and 1 minor",
-             s.collections_major, s.collections_minor);
+    lull_get_stats(&s1);
+    if (s1.collections_major < s0.collections_major + 2 || s1.collections_minor < s0.collections_minor + 1)
+        fail("child", "the child ran 2 majors and 1 minor, its counters went from %" PRIu64 " majors and %" PRIu64
+             " minors (inherited) to %" PRIu64 " and %" PRIu64, s0.collections_major, s0.collections_minor,
+             s1.collections_major, s1.collections_minor);
     _exit(0);
 }
 
@@ -210,15 +227,17 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-    double seconds = -1, default_seconds = 10;
+    double seconds = -1, default_seconds = 10, min_forks_per_s = -1;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--seconds") && v) seconds = atof(v), i++;
         else if (!strcmp(argv[i], "--seed") && v) seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(argv[i], "--default-seconds") && v) default_seconds = atof(v), i++;
+        else if (!strcmp(argv[i], "--min-forks-per-second") && v) min_forks_per_s = atof(v), i++;
         else {
-            fprintf(stderr, "usage: stress_fork [--seconds N] [--seed S] [--default-seconds N]\n");
+            fprintf(stderr, "usage: stress_fork [--seconds N] [--seed S] [--default-seconds N] "
+                            "[--min-forks-per-second R]\n");
             return 2;
         }
     }
@@ -226,7 +245,15 @@ int main(int argc, char **argv)
         const char *e = getenv("LULL_STRESS_SECONDS");
         seconds = e && *e ? atof(e) : default_seconds;
     }
-    printf("stress_fork: seed %" PRIu64 ", %d mutators, %.1f s\n", seed, MUTATORS, seconds);
+    /* Verifying the heap at every collection, in the parent and in each
+     * child, slows forking to 2 a second under ThreadSanitizer on a loaded
+     * machine (20 forks in 10 s). */
+    const char *debug = getenv("LULL_GC_DEBUG");
+    int verifying = debug && strstr(debug, "verify");
+    if (min_forks_per_s < 0)
+        min_forks_per_s = verifying ? 0.5 : 3;
+    printf("stress_fork: seed %" PRIu64 ", %d mutators, %.1f s, at least %.1f forks a second, LULL_GC_DEBUG='%s'\n",
+           seed, MUTATORS, seconds, min_forks_per_s, debug ? debug : "");
     fflush(stdout);
     if (lull_init(NULL) != 0)
         fail("main", "lull_init failed");
@@ -246,11 +273,12 @@ int main(int argc, char **argv)
     while (now_s() < end) {
         sleep_us((unsigned)(rnd(&s) % 5000));
         uint64_t cseed = rnd(&s);
+        unsigned long published = atomic_load(&parent_checks);
         pid_t pid = fork();
         if (pid < 0)
             fail("main", "fork failed: %s", strerror(errno));
         if (pid == 0)
-            child(cseed);
+            child(cseed, published);
         /* Wait with a deadline: a child stuck on a lock copied from another
          * thread never exits. */
         double deadline = now_s() + 30;
@@ -279,6 +307,18 @@ int main(int argc, char **argv)
     size_t nodes = verify_table("parent, at the end");
     lull_stats st;
     lull_get_stats(&st);
+    /* A run that forked a handful of times proves little: about 80 forks a
+     * second in a release build and 14 under ThreadSanitizer on the 2-core
+     * CI machine; 3 a second leaves room for a loaded machine. */
+    unsigned long min_forks = (unsigned long)(seconds * min_forks_per_s);
+    if (min_forks < 1)
+        min_forks = 1;
+    if (forks < min_forks)
+        fail("main", "only %lu forks in %.1f s, expected at least %lu (--min-forks-per-second %.1f)", forks, seconds,
+             min_forks, min_forks_per_s);
+    if (atomic_load(&collections) == 0 || st.collections_major == 0 || atomic_load(&parent_checks) == 0)
+        fail("main", "%lu forced collections, %" PRIu64 " majors, %lu lists published: the forks ran without load",
+             atomic_load(&collections), st.collections_major, atomic_load(&parent_checks));
     printf("stress_fork: OK seed %" PRIu64 " %.1f s: %lu forks, %lu lists published, %zu nodes at the end; "
            "%lu forced collections, %" PRIu64 " majors, pause max %.2f ms\n",
            seed, seconds, forks, atomic_load(&parent_checks), nodes, atomic_load(&collections),

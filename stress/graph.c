@@ -954,12 +954,17 @@ int main(int argc, char **argv)
         pthread_join(muts[t].thread, NULL);
     pthread_join(collector, NULL);
 
-    /* Quiescent: verify, collect everything, verify again. */
+    /* Quiescent: verify, collect everything, verify again: the same
+     * graph, node for node. */
     verify_all(&w);
+    uint64_t quiet_nodes = w.nodes, quiet_arrays = w.arrays;
     lull_collect(LULL_GEN_MAJOR);
     lull_collect(LULL_GEN_NURSERY);
     verify_all(&w);
     full_verifications += 2;
+    if (w.nodes != quiet_nodes || w.arrays != quiet_arrays)
+        fail("quiescent: %" PRIu64 " nodes and %" PRIu64 " arrays reachable before the final collections, %" PRIu64
+             " and %" PRIu64 " after", quiet_nodes, quiet_arrays, w.nodes, w.arrays);
     if (w.nodes > max_nodes)
         max_nodes = w.nodes;
     double elapsed = now_s() - t0;
@@ -972,6 +977,14 @@ int main(int argc, char **argv)
     }
     lull_stats st;
     lull_get_stats(&st);
+    /* Every check above passes on a graph that was never built, walked or
+     * collected. */
+    if (created == 0 || verified == 0 || max_nodes == 0 || forced_minor == 0 || forced_major == 0 ||
+        st.collections_minor == 0 || st.collections_major == 0)
+        fail("too little happened: %" PRIu64 " objects created, %" PRIu64 " walked by mutators, at most %" PRIu64
+             " nodes reachable, %" PRIu64 "+%" PRIu64 " collections forced, %" PRIu64 " minor and %" PRIu64
+             " major collections", created, verified, max_nodes, forced_minor, forced_major, st.collections_minor,
+             st.collections_major);
     printf("stress_graph: OK seed %" PRIu64 " threads %u %.1f s: ops %" PRIu64 " objects %" PRIu64
            " walked %" PRIu64 " full-verifications %" PRIu64 " (last %" PRIu64 " nodes %" PRIu64
            " arrays, max %" PRIu64 " nodes) allocated %.0f MB heap %.1f MB; collections %" PRIu64

@@ -416,9 +416,11 @@ int main(int argc, char **argv)
 
     lull_stats s;
     lull_get_stats(&s);
-    if (st.rounds == 0 || st.jumps == 0 || s.pauses == 0)
-        stress_fail("nothing happened: %" PRIu64 " rounds, %" PRIu64 " jumps, %" PRIu64 " pauses", st.rounds,
-                    st.jumps, s.pauses);
+    /* The catch points' checks pass when nothing is caught or kept. */
+    if (st.rounds == 0 || st.jumps == 0 || st.catches == 0 || st.kept_local + st.kept_root == 0 || s.pauses == 0)
+        stress_fail("nothing happened: %" PRIu64 " rounds, %" PRIu64 " jumps, %" PRIu64 " catches, %" PRIu64
+                    " chains kept, %" PRIu64 " pauses", st.rounds, st.jumps, st.catches, st.kept_local + st.kept_root,
+                    s.pauses);
     printf("stress_longjmp: OK seed %" PRIu64 " %.1f s: stop-the-world rounds %" PRIu64 " (forced %" PRIu64
            ", %" PRIu64 " from an attached thread); storm rounds %" PRIu64 " levels %" PRIu64 " deepest %" PRIu64
            " objects %" PRIu64 "; jumps %" PRIu64 " (%" PRIu64 " from a signal handler) returns %" PRIu64

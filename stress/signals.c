@@ -37,6 +37,10 @@
  * on the interrupted stack); every SIGSEGV is the expected address;
  * outside handlers no thread ever has an application or collector signal
  * blocked; SIGALRM arrives; every object held on a stack stays intact;
+ * each phase ran minor and major collections (the stats counters move
+ * within it); every activity happened at least once (bytes through the
+ * pipe, semaphore takes, poll wakeups, faults, SIGUSR2s...), since the
+ * checks above all pass on a run where nothing happened;
  * lull's suspend and restart handlers carry SA_RESTART, and lull_shutdown
  * puts back the handlers that were there before lull_init.
  *
@@ -764,9 +768,13 @@ int main(int argc, char **argv)
         if (pthread_create(&ths[r].pt, NULL, mains[r], &ths[r]) != 0)
             stress_fail("pthread_create failed");
 
+    /* Collections per phase: the counters when each phase starts. */
+    lull_stats at_start, at_phase2, at_end;
+    lull_get_stats(&at_start);
     struct held h = { { 0 }, { 0 } };
     while (stress_now() - t0 < stress_seconds) {
         if (app_signals && !phase2 && stress_now() - t0 >= 0.4 * stress_seconds) {
+            lull_get_stats(&at_phase2);
             __atomic_store_n(&phase2, 1, __ATOMIC_RELAXED);
             set_timer(2000);
         }
@@ -794,8 +802,23 @@ int main(int argc, char **argv)
         if (r != R_KICKER && r != R_SIGNALER)
             pthread_join(ths[r].pt, NULL);
     double elapsed = stress_now() - t0;
+    lull_get_stats(&at_end);
+    if (!app_signals)
+        at_phase2 = at_end;
 
-    /* The bookkeeping. */
+    /* The bookkeeping. Each phase must have stopped the world for minor
+     * and major collections (the collector thread forces both), or the
+     * blocked calls and handlers were never exercised against a pause. */
+    for (int ph = 0; ph < 1 + app_signals; ph++) {
+        const lull_stats *a = ph ? &at_phase2 : &at_start, *b = ph ? &at_end : &at_phase2;
+        if (b->collections_minor <= a->collections_minor || b->collections_major <= a->collections_major ||
+            b->pauses <= a->pauses)
+            stress_fail("%s: %" PRIu64 " minor and %" PRIu64 " major collections, %" PRIu64 " pauses; expected "
+                        "at least one of each (%" PRIu64 " collections forced in the whole run)",
+                        ph ? "phase 2 (application signals)" : "phase 1 (collector signals only)",
+                        b->collections_minor - a->collections_minor, b->collections_major - a->collections_major,
+                        b->pauses - a->pauses, forced);
+    }
     if (bytes_read != bytes_written)
         stress_fail("the writer wrote %" PRIu64 " bytes, the reader read %" PRIu64, bytes_written, bytes_read);
     if (seq_seen != seq)
@@ -821,9 +844,19 @@ int main(int argc, char **argv)
      * on the alternate one: only without TSan is SA_ONSTACK a promise. */
     if (alt_bad && !STRESS_TSAN)
         stress_fail("%" PRIu64 " SIGUSR2 handlers did not run on the alternate signal stack", alt_bad);
-    if (faults == 0 || (app_signals && (sent == 0 || alarms_total == 0)) || cond_wakeups == 0)
-        stress_fail("too little happened: %" PRIu64 " faults, %" PRIu64 " signals sent, %" PRIu64 " alarms, %"
-                    PRIu64 " cond wakeups", faults, sent, alarms_total, cond_wakeups);
+    /* Every check above passes when nothing happened (0 bytes written, 0
+     * read; nothing sent, nothing handled): each activity must have run. */
+    uint64_t usr2 = 0;
+    for (int r = 0; r < NROLES; r++)
+        usr2 += ths[r].received[1];
+    if (faults == 0 || (app_signals && (sent == 0 || usr2 == 0 || alarms_total == 0)) || cond_wakeups == 0 ||
+        bytes_read == 0 || sem_takes == 0 || poll_ready == 0 || calls[C_NANOSLEEP] == 0 || objects == 0 ||
+        mask_checks == 0)
+        stress_fail("too little happened: %" PRIu64 " faults, %" PRIu64 " signals sent (%" PRIu64 " SIGUSR2 "
+                    "handled), %" PRIu64 " alarms, %" PRIu64 " cond wakeups, %" PRIu64 " pipe bytes, %" PRIu64
+                    " semaphore takes, %" PRIu64 " poll-family wakeups, %" PRIu64 " nanosleeps, %" PRIu64
+                    " objects, %" PRIu64 " mask checks", faults, sent, usr2, alarms_total, cond_wakeups, bytes_read,
+                    sem_takes, poll_ready, calls[C_NANOSLEEP], objects, mask_checks);
     lull_collect(LULL_GEN_MAJOR);
     touch_objects(&ths[R_MAIN], &h, "main, at the end");
 
@@ -834,10 +867,14 @@ int main(int argc, char **argv)
            "stack %" PRIu64 "); SIGALRM %" PRIu64
            " (%.0f expected); pipe %" PRIu64 " bytes intact; cond wakeups %" PRIu64 "/%" PRIu64
            " waits; sem takes %" PRIu64 " timeouts %" PRIu64 "; poll-family ready %" PRIu64 " timeouts %" PRIu64
-           "; mask checks %" PRIu64 "; objects %" PRIu64 "; EINTR (collector only / with app signals):",
+           "; mask checks %" PRIu64 "; objects %" PRIu64 "; collections minor/major %" PRIu64 "/%" PRIu64
+           " then %" PRIu64 "/%" PRIu64 " with app signals; EINTR (collector only / with app signals):",
            stress_seed, elapsed, s.pauses, forced, s.pause_max_ns / 1e3, faults, sent, received, alt_bad, alarms_total,
            phase2_s / 0.002, bytes_read, cond_wakeups, cond_waits, sem_takes, sem_timeouts, poll_ready,
-           poll_timeouts, mask_checks, objects);
+           poll_timeouts, mask_checks, objects, at_phase2.collections_minor - at_start.collections_minor,
+           at_phase2.collections_major - at_start.collections_major,
+           at_end.collections_minor - at_phase2.collections_minor,
+           at_end.collections_major - at_phase2.collections_major);
     for (int c = 0; c < NCALLS; c++)
         printf(" %s %" PRIu64 "/%" PRIu64 " of %" PRIu64, call_name[c], eintr[0][c], eintr[1][c], calls[c]);
     printf("\n");
