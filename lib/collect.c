@@ -168,8 +168,7 @@ void lull_collect_locked(int generation, const char *reason)
 
         /* Sweep: unmarked objects are freed, mark bits cleared again. Empty
          * blocks kept long enough go back to the OS. */
-        live = lull_major_sweep(lull_cfg.poison) + lull_los_sweep();
-        lull_nursery_after_major();
+        live = lull_major_sweep(lull_cfg.poison) + lull_los_sweep() + lull_nursery_after_major();
         lull_major_release_empty(EMPTY_BLOCK_MAX_AGE);
         LULL_PROBE1(sweep_end, live);
 

@@ -753,17 +753,21 @@ uint64_t lull_nursery_collect(void)
  * back (walks and lookups skip zeroed memory); the next minor reclaims it. */
 static void clear_if_dead(uintptr_t obj, void *ctx)
 {
-    (void)ctx;
+    size_t size = lull_object_size(obj, lull_header_type(*(uintptr_t *)obj));
     if (!lull_is_marked(obj))
-        memset((void *)obj, 0, lull_object_size(obj, lull_header_type(*(uintptr_t *)obj)));
+        memset((void *)obj, 0, size);
+    else
+        *(uint64_t *)ctx += lull_align_up(size, LULL_GRANULE);
 }
 
-void lull_nursery_after_major(void)
+uint64_t lull_nursery_after_major(void)
 {
-    lull_nursery_each_object(clear_if_dead, NULL);
+    uint64_t live = 0;
+    lull_nursery_each_object(clear_if_dead, &live);
     lull_mark_clear_blocks(first_block, nblocks);
     memset(cement, 0, CEMENT_SLOTS * sizeof *cement);
     ncemented = 0;
+    return live;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -77,9 +77,10 @@ void lull_nursery_retire_tlab(struct lull_thread *t);
  * promoted into the major heap. */
 uint64_t lull_nursery_collect(void);
 
-/* After a major's mark (world stopped): clear the survivors' mark bits and
- * forget cemented objects. */
-void lull_nursery_after_major(void);
+/* After a major's mark (world stopped): zero the dead, clear the
+ * survivors' mark bits and forget cemented objects. Returns the bytes of
+ * the survivors (pinned objects still in the nursery are live data too). */
+uint64_t lull_nursery_after_major(void);
 
 /* Every object in the nursery (world stopped, after a minor). */
 void lull_nursery_each_object(void (*fn)(uintptr_t obj, void *ctx), void *ctx);

@@ -128,6 +128,33 @@ static void test_pinning(void)
 
 /* ---- cards -------------------------------------------------------------- */
 
+/* Objects pinned in the nursery through a major are live data: they count
+ * in live_bytes_after_major (they did not, before: only the old blocks and
+ * large objects were summed). */
+#define PINNED_LIVE 256
+static void *pinned_live[PINNED_LIVE];
+
+static void test_pinned_live(void)
+{
+    CHECK(lull_root_add(pinned_live, sizeof pinned_live) == 0, "lull_root_add");
+    lull_collect(LULL_GEN_MAJOR);
+    uint64_t before = get_stats().live_bytes_after_major;
+    for (int i = 0; i < PINNED_LIVE; i++) {
+        pinned_live[i] = lull_alloc_array(&bytes_type, 1000);
+        CHECK(pinned_live[i] != NULL, "alloc");
+    }
+    uintptr_t where = HIDE(pinned_live[0]);
+    lull_collect(LULL_GEN_MAJOR);
+    CHECK(HIDE(pinned_live[0]) == where,
+          "an object of a conservative root range moved");
+    uint64_t after = get_stats().live_bytes_after_major;
+    CHECK(after >= before + PINNED_LIVE * 1000,
+          "%d pinned nursery objects of 1000 bytes: live_bytes_after_major went from %" PRIu64 " to %" PRIu64,
+          PINNED_LIVE, before, after);
+    lull_root_remove(pinned_live);
+    memset(pinned_live, 0, sizeof pinned_live);
+}
+
 static void test_cards(void)
 {
     /* An old object (promoted), then young referents stored into it. */
@@ -262,6 +289,7 @@ int main(void)
     lull_stats a = get_stats();
     test_promotion();
     test_pinning();
+    test_pinned_live();
     test_cards();
     test_cementing();
     test_threads();
