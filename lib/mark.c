@@ -74,12 +74,12 @@ static inline void mark_ref(lull_tracer *tr, uintptr_t v)
     if (b->state == LULL_BLOCK_SMALL) {
         if (mark_set(tr, v) && b->has_refs)
             lull_tracer_push(tr, v);
-    } else if (b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0) {
-        if (mark_set(tr, v) && lull_type_has_refs(lull_header_type(*(uintptr_t *)v)))
-            lull_tracer_push(tr, v);
-    } else if (b->state == LULL_BLOCK_NURSERY) {
-        /* A survivor of the minor that began this major (pinned). */
-        if (mark_set(tr, v) && lull_type_has_refs(lull_header_type(*(uintptr_t *)v)))
+    } else if ((b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0) ||
+               b->state == LULL_BLOCK_NURSERY) {
+        /* A large object, or a survivor of the minor that began this major
+         * (pinned in the nursery; a typeless word there is free space). */
+        const lull_type *t = lull_header_type(*(uintptr_t *)v);
+        if (t && mark_set(tr, v) && lull_type_has_refs(t))
             lull_tracer_push(tr, v);
     }
 }
@@ -119,9 +119,14 @@ static void visit_planted(void **slotp, void *ctx)
     visit(slotp, ctx);
 }
 
-/* Make a grey object black: grey its children. */
+/* Make a grey object black: grey its children. An object without a type
+ * is a free slot a dangling reference led to (a program error: references
+ * must point to live objects): nothing to scan, and LULL_GC_DEBUG=verify
+ * then names the object that holds the reference. */
 static inline void scan_object(lull_tracer *tr, uintptr_t obj)
 {
+    if (LULL_UNLIKELY(!lull_header_type(__atomic_load_n((uintptr_t *)obj, __ATOMIC_RELAXED))))
+        return;
     if (LULL_UNLIKELY(mark_g.plant))
         lull_trace_slots(obj, visit_planted, tr);
     else

@@ -25,11 +25,21 @@ static void check_ref(void **slot, void *ctx)
                    name ? name : "?", off, (void *)v);
 }
 
+static uintptr_t first_free_marked;   /* a marked slot with no type (free) */
+
 static void verify_object(uintptr_t obj, void *ctx)
 {
     (void)ctx;
     uintptr_t hdr = *(uintptr_t *)obj;
     const lull_type *t = lull_header_type(hdr);
+    if (!t && !(hdr & LULL_HDR_TAG_MASK)) {
+        /* A free slot the marker reached through a dangling reference: the
+         * object holding it is reported when its turn comes; if none does,
+         * a root holds it (below). */
+        if (!first_free_marked)
+            first_free_marked = obj;
+        return;
+    }
     size_t room = lull_object_footprint(obj);
     if ((uintptr_t)t % sizeof(void *) || (hdr & LULL_HDR_TAG_MASK))
         lull_fatal("verify", "object %p: corrupt header %p", (void *)obj, (void *)hdr);
@@ -48,5 +58,9 @@ static void verify_object(uintptr_t obj, void *ctx)
 
 void lull_verify_marked(void)
 {
+    first_free_marked = 0;
     lull_heap_each_marked(false, verify_object, NULL);
+    if (first_free_marked)
+        lull_fatal("verify", "free slot %p was reached by the marker: a root holds a reference to a freed "
+                   "object", (void *)first_free_marked);
 }

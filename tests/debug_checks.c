@@ -170,10 +170,10 @@ static const lull_type holder_type = {
 };
 
 /* A pointer-free object: a reference to a freed one is caught by `verify`
- * (the marker ignores it). Not so for a freed slot in a block of objects
- * with references that still holds a live object: the marker greys the
- * free slot and scan_object dereferences its NULL type (SIGSEGV in
- * lib/mark.c before verify runs; reported with issue 13). */
+ * (the marker ignores it). And one with references whose block keeps a
+ * live neighbour: the marker greys the free slot, finds no type there and
+ * leaves it (it used to dereference the NULL type, SIGSEGV in mark.c
+ * before verify could run). */
 struct leaf {
     lull_header h;
     uint64_t    v[5];
@@ -368,6 +368,43 @@ static void case_verify_freed(bool fault)
     child_done();
 }
 
+/* verify-freed-refs: the same with a target that has references and a
+ * live neighbour in its block (roots[1]). */
+struct rleaf {
+    lull_header   h;
+    struct rleaf *ref;
+    uint64_t      v[4];
+};
+static const lull_type rleaf_type = { .name = "rleaf", .size = sizeof(struct rleaf),
+                                      .refs = LULL_REF(struct rleaf, ref) };
+
+static NOINLINE void make_rleaves(void)
+{
+    roots[1] = lull_alloc_pinned(&rleaf_type);
+    g_dead = lull_alloc_pinned(&rleaf_type);
+    CHECK(roots[1] != NULL && g_dead != NULL, "lull_alloc_pinned failed");
+}
+
+static void case_verify_freed_refs(bool fault)
+{
+    child_init();
+    make_old(&holder_type);
+    make_rleaves();
+    if (!fault)
+        store_leaf();                   /* stored while it lives */
+    clobber_stack();
+    lull_collect(LULL_GEN_MAJOR);       /* the fault: the rleaf is freed here */
+    if (fault)
+        store_leaf();
+    expect_line("lull: verify: object %p (type holder): reference at offset %zu holds %p, "
+                "which is not the start of a heap object",
+                g_old, offsetof(struct holder, ref), g_dead);
+    clobber_stack();
+    lull_collect(LULL_GEN_MAJOR);
+    lull_collect(LULL_GEN_MAJOR);
+    child_done();
+}
+
 /* poison: an object freed while the program still uses it. */
 static NOINLINE void make_victim(void)
 {
@@ -416,6 +453,7 @@ static const struct dcase {
 } cases[] = {
     { "verify-missed",  "verify",         case_verify_missed },
     { "verify-freed",   "verify",         case_verify_freed },
+    { "verify-freed-refs", "verify",      case_verify_freed_refs },
     { "poison",         "poison",         case_poison },
     { "check-cards",    "check-cards",    case_check_cards },
     { "verify-nursery", "verify-nursery", case_verify_nursery },
