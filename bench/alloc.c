@@ -23,7 +23,8 @@
  *   alloc_lull [-v] [--scale F]      (alloc_boehm: same)
  *
  * Prints one RESULT line (bench=alloc, time_ms = the whole run including
- * warm-ups) with the extra keys allocs=N ns_per_alloc=... ns_per_alloc_atomic=...
+ * warm-ups; checksum= over the sequence numbers and tags left in the two
+ * collector rings) with the extra keys allocs=N ns_per_alloc=... ns_per_alloc_atomic=...
  * ns_per_malloc_free=... ns_per_malloc_ring=..., then the PAUSES line.
  */
 #include "gcshim.h"
@@ -140,13 +141,15 @@ static void malloc_ring_loop(Plain **ring, uint64_t from, uint64_t to)
 
 /* The objects left in a ring after sequence numbers [0, end) went through
  * it; `seq_offset` is the offset of their seq field (the tag follows it). */
-static void check_ring(const char *what, void *const *slot, uint64_t end, size_t seq_offset)
+static uint64_t check_ring(const char *what, void *const *slot, uint64_t end, size_t seq_offset, uint64_t sum)
 {
     for (uint64_t i = end - RING; i < end; i++) {
         const uint64_t *f = (const uint64_t *)((const char *)slot[i % RING] + seq_offset);
         if (f[0] != i || f[1] != tag_of(i))
             lost(what, i, f[0], f[1]);
+        sum = gcshim_fold(gcshim_fold(sum, f[0]), f[1]);
     }
+    return sum;
 }
 
 int main(int argc, char **argv)
@@ -199,9 +202,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "alloc: %llu mallocs through a %d-slot ring: %.0f ms\n", (unsigned long long)n, RING,
                 ns_mring / 1e6);
 
-    check_ring("refs ring", cells->slot, warm + n, offsetof(Cell, seq));
-    check_ring("pointer-free ring", atoms->slot, warm + n, offsetof(Atom, seq));
-    check_ring("malloc ring", (void *const *)plain, warm + n, offsetof(Plain, seq));
+    /* The checksum covers the collectors' live data: the two rings. */
+    uint64_t checksum = check_ring("refs ring", cells->slot, warm + n, offsetof(Cell, seq), 0);
+    checksum = check_ring("pointer-free ring", atoms->slot, warm + n, offsetof(Atom, seq), checksum);
+    check_ring("malloc ring", (void *const *)plain, warm + n, offsetof(Plain, seq), 0);
     for (int i = 0; i < RING; i++)
         free(plain[i]);
     uint64_t t1 = gcshim_now_ns();
@@ -211,7 +215,7 @@ int main(int argc, char **argv)
              "allocs=%llu ns_per_alloc=%.2f ns_per_alloc_atomic=%.2f ns_per_malloc_free=%.2f ns_per_malloc_ring=%.2f",
              (unsigned long long)n, (double)ns_cell / n, (double)ns_atom / n, (double)ns_mfree / n,
              (double)ns_mring / n);
-    gcshim_report("alloc", t1 - t0, extra);
+    gcshim_report("alloc", t1 - t0, checksum, extra);
     gcshim_shutdown();
     return 0;
 }

@@ -29,7 +29,8 @@
  *
  *   barrier_lull [-v] [--scale F]      (barrier_boehm: same)
  *
- * Prints one RESULT line (bench=barrier, time_ms = the whole run) with the
+ * Prints one RESULT line (bench=barrier, time_ms = the whole run;
+ * checksum= over every reachable object's id and its fields' ids) with the
  * extra keys stores=M objects=K ns_per_store=... ns_per_raw_store=...
  * reachable=..., then the PAUSES line.
  */
@@ -108,13 +109,25 @@ static void corrupt(const char *what, uint64_t id, const void *obj)
     exit(1);
 }
 
+/* One reachable object's part of the checksum: its id and its fields'
+ * targets' ids (GARBAGE_ID for NULL). Summed, so the visiting order does
+ * not matter. */
+static uint64_t object_hash(const Obj *o)
+{
+    uint64_t h = gcshim_fold(0, o->id);
+    for (int k = 0; k < 4; k++)
+        h = gcshim_fold(h, o->f[k] ? o->f[k]->id : GARBAGE_ID);
+    return h;
+}
+
 /* Visit everything reachable from the table's lower half; returns the
- * number of distinct objects. seen[id] records the address that holds id.
- * seen and stack are malloc'd, unseen by the collector: nothing allocates
- * while they are in use. */
-static size_t verify(Table *t, size_t n, const Obj **seen, const Obj **stack)
+ * number of distinct objects, and in *sum the sum of their object_hash().
+ * seen[id] records the address that holds id. seen and stack are malloc'd,
+ * unseen by the collector: nothing allocates while they are in use. */
+static size_t verify(Table *t, size_t n, const Obj **seen, const Obj **stack, uint64_t *sum)
 {
     size_t reachable = 0, sp = 0;
+    uint64_t s = 0;
     for (size_t i = 0; i < n / 2; i++) {
         const Obj *o = t->e[i];
         if (!o || o->id != i)
@@ -126,6 +139,7 @@ static size_t verify(Table *t, size_t n, const Obj **seen, const Obj **stack)
         stack[sp++] = o;
         while (sp) {
             const Obj *p = stack[--sp];
+            s += object_hash(p);
             for (int k = 0; k < 4; k++) {
                 const Obj *q = p->f[k];
                 if (!q)
@@ -146,6 +160,7 @@ static size_t verify(Table *t, size_t n, const Obj **seen, const Obj **stack)
             }
         }
     }
+    *sum = gcshim_fold(s, reachable);
     return reachable;
 }
 
@@ -219,7 +234,8 @@ int main(int argc, char **argv)
 
     const Obj **seen = gcshim_check(calloc(n, sizeof *seen), "calloc");
     const Obj **stack = gcshim_check(malloc(n * sizeof *stack), "malloc");
-    size_t reachable = verify(table, n, seen, stack);
+    uint64_t checksum;
+    size_t reachable = verify(table, n, seen, stack, &checksum);
     free(stack);
     free(seen);
     if (verbose)
@@ -229,7 +245,7 @@ int main(int argc, char **argv)
     char extra[256];
     snprintf(extra, sizeof extra, "stores=%llu objects=%zu ns_per_store=%.3f ns_per_raw_store=%.3f reachable=%zu",
              (unsigned long long)m, n, (double)ns_gc / m, (double)ns_raw / m, reachable);
-    gcshim_report("barrier", t1 - t0, extra);
+    gcshim_report("barrier", t1 - t0, checksum, extra);
     gcshim_shutdown();
     return 0;
 }

@@ -37,7 +37,8 @@
  *
  * --scale F (0 < F <= 10, default 1) multiplies the entities and the frames
  * (at least 50); the work of a frame stays the same. -v reports progress on
- * stderr. Prints the RESULT line with frames=, frame_p50_ms=, frame_p99_ms=,
+ * stderr. Prints the RESULT line with checksum= (every entity's id,
+ * component values and neighbours' ids, walked by the final check), frames=, frame_p50_ms=, frame_p99_ms=,
  * frame_max_ms= and frames_over_16ms= (frames longer than 16.6 ms), the
  * PAUSES line, then a SERIES line (name=frame_ms) with every frame's time.
  */
@@ -432,11 +433,14 @@ static int count_to(const Entity *from, const Entity *to)
     return c;
 }
 
-static void verify_world(World *w, uint32_t n, uint64_t next_id, uint64_t id_sum)
+/* Check the world; returns the checksum of the final live data: each
+ * entity's id, its component's values (their bits) and its neighbours' ids,
+ * in world order. */
+static uint64_t verify_world(World *w, uint32_t n, uint64_t next_id, uint64_t id_sum)
 {
     if (w->a.length != n)
         fail("world array length changed", w->a.length, n);
-    uint64_t sum = 0;
+    uint64_t sum = 0, checksum = 0;
     for (uint32_t p = 0; p < n; p++) {
         Entity *e = w->e[p];
         if (!e)
@@ -453,6 +457,12 @@ static void verify_world(World *w, uint32_t n, uint64_t next_id, uint64_t id_sum
         for (int i = 0; i < 6; i++)
             if (!isfinite(c->v[i]))
                 fail("component state not finite", e->id, (uint64_t)i);
+        checksum = gcshim_fold(checksum, e->id);
+        for (int i = 0; i < kCompLen; i++) {
+            uint64_t bits;
+            memcpy(&bits, &c->v[i], sizeof bits);
+            checksum = gcshim_fold(checksum, bits);
+        }
         for (int k = 0; k < kNeighbours; k++) {
             Entity *q = e->nb[k];
             if (!q)
@@ -462,10 +472,12 @@ static void verify_world(World *w, uint32_t n, uint64_t next_id, uint64_t id_sum
             int there = count_to(e, q), back = count_to(q, e);
             if (q == e ? there % 2 != 0 : there != back)
                 fail("neighbour links not mutual", e->id, q->id);
+            checksum = gcshim_fold(checksum, q->id);
         }
     }
     if (sum != id_sum)
         fail("sum of world ids changed", sum, id_sum);
+    return checksum;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -482,13 +494,8 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Nearest-rank percentile of sorted v[0..n). */
-static double percentile(const double *v, uint32_t n, double pct)
-{
-    double rank = ceil(pct / 100.0 * n);
-    uint32_t i = rank < 1 ? 0 : (uint32_t)rank - 1;
-    return v[i < n ? i : n - 1];
-}
+/* Nearest-rank percentile of sorted v[0..n) (gcshim_rank_index's rule). */
+static double percentile(const double *v, uint32_t n, unsigned pct) { return v[gcshim_rank_index(n, pct)]; }
 
 int main(int argc, char **argv)
 {
@@ -526,7 +533,7 @@ int main(int argc, char **argv)
     uint64_t t1 = gcshim_now_ns();
 
     uint64_t v0 = gcshim_now_ns();
-    verify_world(world, n, next_id, id_sum);
+    uint64_t checksum = verify_world(world, n, next_id, id_sum);
     if (verbose)
         fprintf(stderr, "gameloop: verified %u entities in %.0f ms; final energy %.9g\n", n,
                 (gcshim_now_ns() - v0) / 1e6, energy);
@@ -540,7 +547,7 @@ int main(int argc, char **argv)
     snprintf(extra, sizeof extra,
              "frames=%u frame_p50_ms=%.3f frame_p99_ms=%.3f frame_max_ms=%.3f frames_over_16ms=%u", frames,
              percentile(sorted, frames, 50), percentile(sorted, frames, 99), sorted[frames - 1], over);
-    gcshim_report("gameloop", t1 - t0, extra);
+    gcshim_report("gameloop", t1 - t0, checksum, extra);
     gcshim_series("gameloop", "frame_ms", frame_ms, frames);
     free(frame_ms);
     free(sorted);

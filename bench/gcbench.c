@@ -12,9 +12,17 @@
  *   gcbench_lull [-v] [--threads N]      (gcbench_boehm: same)
  *
  * With --threads N every thread runs the depth loop on its own trees while
- * the long-lived data stays shared. Prints one line:
- *   RESULT gc=lull bench=gcbench time_ms=... peak_rss_kb=... collections=...
- *          pause_max_us=... pause_p99_us=... pause_p50_us=...
+ * the long-lived data stays shared.
+ *
+ * The long-lived tree's nodes are numbered in preorder (i) with their
+ * height (j) once it is built. After the timed run (not part of time_ms)
+ * the whole tree is walked: every node must carry its preorder number and
+ * height, inner nodes two children, leaves none, TreeSize(16) nodes in
+ * all; and every element of the array must hold what was written (1/(i+1)
+ * in the first half, 0 in the second). A failure prints a message on
+ * stderr and exits 1 without a RESULT line. Prints the RESULT line (see
+ * gcshim.h) with checksum= over the tree's numbers and the array's bits,
+ * then the PAUSES line.
  */
 #include "gcshim.h"
 
@@ -82,6 +90,62 @@ static Node *MakeTree(int depth)
     return NewNode(l, r);
 }
 
+/* Number the long-lived tree: i = preorder number, j = height. */
+static void Number(Node *n, int depth, int *next)
+{
+    n->i = (*next)++;
+    n->j = depth;
+    if (depth > 0) {
+        Number(n->left, depth - 1, next);
+        Number(n->right, depth - 1, next);
+    }
+}
+
+static void fail(const char *what, long a, long b)
+{
+    fprintf(stderr, "gcbench: FAILED: %s (%ld, %ld): long-lived data lost or damaged\n", what, a, b);
+    exit(1);
+}
+
+/* Walk the long-lived tree as Number left it; fold each node into *sum. */
+static void VerifyTree(const Node *n, int depth, int *next, uint64_t *sum)
+{
+    if (!n)
+        fail("node missing at height", depth, *next);
+    if (n->i != *next || n->j != depth)
+        fail("node out of place (preorder number, height)", n->i, n->j);
+    (*next)++;
+    *sum = gcshim_fold(*sum, ((uint64_t)(uint32_t)n->i << 32) | (uint32_t)n->j);
+    if (depth > 0) {
+        if (!n->left || !n->right || n->left == n->right)
+            fail("inner node without two children", n->i, depth);
+        VerifyTree(n->left, depth - 1, next, sum);
+        VerifyTree(n->right, depth - 1, next, sum);
+    } else if (n->left || n->right) {
+        fail("leaf with a child", n->i, depth);
+    }
+}
+
+static uint64_t VerifyLongLived(const Node *tree, const DoubleArray *array)
+{
+    uint64_t sum = 0;
+    int next = 0;
+    VerifyTree(tree, kLongLivedTreeDepth, &next, &sum);
+    if (next != TreeSize(kLongLivedTreeDepth))
+        fail("long-lived tree has the wrong node count", next, TreeSize(kLongLivedTreeDepth));
+    if (array->a.length != kArraySize)
+        fail("array length changed", (long)array->a.length, kArraySize);
+    for (int i = 0; i < kArraySize; i++) {
+        double want = i < kArraySize / 2 ? 1.0 / (i + 1) : 0.0;
+        if (array->d[i] != want)
+            fail("array element changed", i, 0);
+        uint64_t bits;
+        memcpy(&bits, &array->d[i], sizeof bits);
+        sum = gcshim_fold(sum, bits);
+    }
+    return sum;
+}
+
 static void TimeConstruction(int depth)
 {
     int iters = NumIters(depth);
@@ -143,6 +207,8 @@ int main(int argc, char **argv)
     /* Long-lived data, live until the end. */
     Node *volatile longLivedTree = NewNode(NULL, NULL);
     Populate(kLongLivedTreeDepth, longLivedTree);
+    int numbered = 0;
+    Number(longLivedTree, kLongLivedTreeDepth, &numbered);
     DoubleArray *volatile array = gcshim_alloc_array(&doubles_type, kArraySize);
     for (int i = 0; i < kArraySize / 2; i++)
         array->d[i] = 1.0 / (i + 1);
@@ -160,18 +226,15 @@ int main(int argc, char **argv)
             pthread_join(tid[t], NULL);
     }
 
-    if (longLivedTree == NULL || array->d[999] != 1.0 / 1000) {
-        fprintf(stderr, "gcbench: FAILED: long-lived data lost\n");
-        return 1;
-    }
     uint64_t t1 = gcshim_now_ns();
+    uint64_t checksum = VerifyLongLived(longLivedTree, array);
 
     char bench[32];
     if (threads == 1)
         snprintf(bench, sizeof bench, "gcbench");
     else
         snprintf(bench, sizeof bench, "gcbench_t%d", threads);
-    gcshim_report(bench, t1 - t0, "");
+    gcshim_report(bench, t1 - t0, checksum, "");
     gcshim_shutdown();
     return 0;
 }

@@ -9,9 +9,13 @@
  *   gcshim_alloc(&ident), gcshim_alloc_array(&ident, n)   zeroed; abort on failure
  *   GCSHIM_SET(obj, field, value)            store a reference into a heap object
  *   gcshim_init(), gcshim_shutdown(), gcshim_thread_attach(), gcshim_thread_detach()
- *   gcshim_get_stats(&s)                     collections and pause percentiles
- *   gcshim_report(bench, time_ns, extra)     print the RESULT line (+ extra "k=v ..."),
- *                                            then a PAUSES line with every pause (us)
+ *   gcshim_report(bench, time_ns, checksum, extra)
+ *                                            print the RESULT line (pause figures from the
+ *                                            pause log, a checksum of the final live data,
+ *                                            extra "k=v ..."), then a PAUSES line with every
+ *                                            pause (us)
+ *   gcshim_fold(h, w)                        fold a word into a checksum
+ *   gcshim_rank_index(n, pct)                nearest-rank percentile index into n sorted values
  *   gcshim_series(bench, name, v, n)         print a SERIES line (e.g. frame times, ms)
  *   gcshim_name()                            "lull", "boehm" or "boehm-incr"
  *   GCSHIM_STORE(obj, slot_ptr, value)       store a reference through a pointer to a slot
@@ -25,7 +29,10 @@
  * under Boehm), arrays with a header word and a length, so sizes match.
  * Boehm gets pointer-free objects from GC_MALLOC_ATOMIC, the rest from
  * GC_MALLOC; its pauses are timed from GC_EVENT_PRE_STOP_WORLD to
- * GC_EVENT_POST_START_WORLD.
+ * GC_EVENT_POST_START_WORLD, lull's come from its pause hook, and both go
+ * into one log of the same records, summarised by one routine.
+ * Boehm's parallel marking follows GC_MARKERS (bench/run's boehm-m1 sets
+ * it to 1); the RESULT line says how many threads marked (markers=).
  */
 #ifndef GCSHIM_H
 #define GCSHIM_H
@@ -35,12 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-typedef struct gcshim_stats {
-    uint64_t collections;
-    uint64_t pauses;
-    uint64_t pause_max_ns, pause_p50_ns, pause_p99_ns;
-} gcshim_stats;
 
 static inline uint64_t gcshim_now_ns(void)
 {
@@ -58,18 +59,68 @@ static inline void *gcshim_check(void *p, const char *what)
     return p;
 }
 
-/* Every pause, in order: filled by lull's pause hook or Boehm's collection
- * event callback (neither may allocate). Beyond the capacity only the
- * count grows. */
-#define GCSHIM_PAUSE_LOG_CAP (1u << 18)
+/* Nearest-rank percentile: the index into n sorted values (n >= 1) of the
+ * smallest value that at least pct percent of the values do not exceed,
+ * i.e. rank ceil(pct * n / 100), at least 1. Every percentile a benchmark
+ * prints (pauses of either collector, frame times, request latencies)
+ * comes from this one rule. */
+static inline size_t gcshim_rank_index(size_t n, unsigned pct)
+{
+    size_t rank = (size_t)(((uint64_t)n * pct + 99) / 100);
+    return rank ? rank - 1 : 0;
+}
+
+static int gcshim_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every pause, in order, as the same kind of record for both collectors:
+ * its duration in ns and whether it belonged to a major (full) collection.
+ * Filled by lull's pause hook or Boehm's collection-event callback (neither
+ * may allocate); each runs under its collector's lock, so there is one
+ * writer at a time, and the count is published after the entry. A run
+ * with more pauses than the log holds fails in gcshim_report rather than
+ * report figures over a part of them. */
+#define GCSHIM_PAUSE_LOG_CAP (1u << 20)
 static uint64_t gcshim_pause_log[GCSHIM_PAUSE_LOG_CAP];
+static unsigned char gcshim_pause_major[GCSHIM_PAUSE_LOG_CAP];
 static uint64_t gcshim_pause_log_n;
 
-static inline void gcshim_log_pause(uint64_t ns)
+static inline void gcshim_log_pause(uint64_t ns, int major)
 {
-    if (gcshim_pause_log_n < GCSHIM_PAUSE_LOG_CAP)
-        gcshim_pause_log[gcshim_pause_log_n] = ns;
-    gcshim_pause_log_n++;
+    uint64_t n = __atomic_load_n(&gcshim_pause_log_n, __ATOMIC_RELAXED);
+    if (n < GCSHIM_PAUSE_LOG_CAP) {
+        gcshim_pause_log[n] = ns;
+        gcshim_pause_major[n] = (unsigned char)(major != 0);
+    }
+    __atomic_store_n(&gcshim_pause_log_n, n + 1, __ATOMIC_RELEASE);
+}
+
+/* Summary of the logged pauses of one kind (which: 0 minor, 1 major, -1
+ * all), computed the same way whichever collector logged them. */
+typedef struct gcshim_pause_summary {
+    uint64_t n, total_ns, p50_ns, p99_ns, max_ns;
+} gcshim_pause_summary;
+
+static inline gcshim_pause_summary gcshim_summarise_pauses(uint64_t logged, int which)
+{
+    gcshim_pause_summary s = { 0, 0, 0, 0, 0 };
+    uint64_t *v = gcshim_check(malloc((logged ? logged : 1) * sizeof *v), "pause summary");
+    for (uint64_t i = 0; i < logged; i++)
+        if (which < 0 || gcshim_pause_major[i] == which) {
+            v[s.n++] = gcshim_pause_log[i];
+            s.total_ns += gcshim_pause_log[i];
+        }
+    if (s.n) {
+        qsort(v, s.n, sizeof *v, gcshim_cmp_u64);
+        s.p50_ns = v[gcshim_rank_index(s.n, 50)];
+        s.p99_ns = v[gcshim_rank_index(s.n, 99)];
+        s.max_ns = v[s.n - 1];
+    }
+    free(v);
+    return s;
 }
 
 #ifndef USE_BOEHM
@@ -99,7 +150,7 @@ static inline void *gcshim_alloc_array(const gcshim_type *t, size_t n)
 static void gcshim_on_pause(const lull_pause_event *e, void *data)
 {
     (void)data;
-    gcshim_log_pause(e->duration_ns);
+    gcshim_log_pause(e->duration_ns, e->generation == LULL_GEN_MAJOR);
 }
 
 static inline const char *gcshim_name(void) { return "lull"; }
@@ -116,17 +167,34 @@ static inline void gcshim_shutdown(void) { lull_shutdown(); }
 static inline void gcshim_thread_attach(void) { lull_thread_attach(); }
 static inline void gcshim_thread_detach(void) { lull_thread_detach(); }
 
-static inline void gcshim_get_stats(gcshim_stats *s)
+/* The pauses logged so far, once the log agrees with lull's own count (a
+ * background collection may be between counting a pause and calling the
+ * hook: retry a while). A disagreement that persists means the hook missed
+ * pauses, and the figures would not cover them: fail. *collections gets
+ * the collections (minor + major) so far. */
+static inline uint64_t gcshim_logged_pauses(uint64_t *collections)
 {
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        lull_stats a, b;
+        lull_get_stats(&a);
+        uint64_t n = __atomic_load_n(&gcshim_pause_log_n, __ATOMIC_ACQUIRE);
+        lull_get_stats(&b);
+        if (a.pauses == n && b.pauses == n) {
+            *collections = b.collections_minor + b.collections_major;
+            return n;
+        }
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+    }
     lull_stats st;
     lull_get_stats(&st);
-    s->collections = st.collections_minor + st.collections_major;
-    s->pauses = st.pauses;
-    s->pause_max_ns = st.pause_max_ns;
-    s->pause_p50_ns = st.pause_p50_ns;
-    s->pause_p99_ns = st.pause_p99_ns;
+    fprintf(stderr, "gcshim: FAILED: the pause hook logged %llu pauses, lull_get_stats counts %llu\n",
+            (unsigned long long)gcshim_pause_log_n, (unsigned long long)st.pauses);
+    exit(1);
 }
 
+/* Threads that mark: lull has no way to say; bench/run states it. */
+static inline int gcshim_markers(void) { return 0; }
 #else
 /* ------------------------------------------------------------------------ */
 /* Boehm GC                                                                 */
@@ -170,56 +238,19 @@ static inline void *gcshim_alloc_array(const gcshim_type *t, size_t n)
     return a;
 }
 
-/* Pause durations in a log-linear histogram: 16 sub-buckets per power of two
- * (error < 6.25 %), filled from the collection-event callback, which must
- * not allocate (it may run while other threads are stopped). */
-#define GCSHIM_SUB 16
-static uint64_t gcshim_hist[64 * GCSHIM_SUB];
-static uint64_t gcshim_pauses, gcshim_pause_max, gcshim_stop_start;
-
-static inline unsigned gcshim_bucket(uint64_t v)
-{
-    if (v < GCSHIM_SUB)
-        return (unsigned)v;
-    unsigned msb = 63u - (unsigned)__builtin_clzll(v);
-    return (msb - 3) * GCSHIM_SUB + (unsigned)((v >> (msb - 4)) & (GCSHIM_SUB - 1));
-}
-static inline uint64_t gcshim_bucket_high(unsigned b)  /* largest value in bucket b */
-{
-    if (b < GCSHIM_SUB)
-        return b;
-    unsigned msb = b / GCSHIM_SUB + 3, sub = b % GCSHIM_SUB;
-    return ((uint64_t)(GCSHIM_SUB + sub + 1) << (msb - 4)) - 1;
-}
+/* A pause runs from GC_EVENT_PRE_STOP_WORLD to GC_EVENT_POST_START_WORLD;
+ * the callback runs with the allocation lock held and must not allocate.
+ * Boehm's collections are all full ones: its pauses are logged as majors. */
+static uint64_t gcshim_stop_start;
 
 static void gcshim_on_event(GC_EventType e)
 {
     if (e == GC_EVENT_PRE_STOP_WORLD) {
         gcshim_stop_start = gcshim_now_ns();
     } else if (e == GC_EVENT_POST_START_WORLD && gcshim_stop_start) {
-        uint64_t d = gcshim_now_ns() - gcshim_stop_start;
+        gcshim_log_pause(gcshim_now_ns() - gcshim_stop_start, 1);
         gcshim_stop_start = 0;
-        gcshim_hist[gcshim_bucket(d)]++;
-        gcshim_pauses++;
-        gcshim_log_pause(d);
-        if (d > gcshim_pause_max)
-            gcshim_pause_max = d;
     }
-}
-
-static inline uint64_t gcshim_percentile(double p)
-{
-    uint64_t rank = (uint64_t)(p / 100.0 * (double)gcshim_pauses + 0.5), seen = 0;
-    if (rank == 0)
-        rank = 1;
-    for (unsigned b = 0; b < sizeof gcshim_hist / sizeof gcshim_hist[0]; b++) {
-        seen += gcshim_hist[b];
-        if (seen >= rank) {
-            uint64_t v = gcshim_bucket_high(b);
-            return v < gcshim_pause_max ? v : gcshim_pause_max;
-        }
-    }
-    return gcshim_pause_max;
 }
 
 static int gcshim_incremental;
@@ -228,9 +259,11 @@ static inline const char *gcshim_name(void) { return gcshim_incremental ? "boehm
 
 static inline void gcshim_init(void)
 {
+    /* Before GC_INIT: it runs a first collection (unless
+     * GC_dont_precollect), whose pause counts like any other. */
+    GC_set_on_collection_event(gcshim_on_event);
     GC_INIT();
     GC_allow_register_threads();
-    GC_set_on_collection_event(gcshim_on_event);
     const char *inc = getenv("GCSHIM_BOEHM_INCREMENTAL");
     if (inc && *inc) {
         gcshim_incremental = 1;
@@ -249,16 +282,21 @@ static inline void gcshim_thread_attach(void)
 }
 static inline void gcshim_thread_detach(void) { GC_unregister_my_thread(); }
 
-static inline void gcshim_get_stats(gcshim_stats *s)
+/* The pauses logged so far (under the allocation lock, which the callback
+ * holds); *collections gets GC_get_gc_no(). */
+static inline uint64_t gcshim_logged_pauses(uint64_t *collections)
 {
-    GC_alloc_lock();                  /* the callback runs with the allocation lock held */
-    s->collections = (uint64_t)GC_get_gc_no();
-    s->pauses = gcshim_pauses;
-    s->pause_max_ns = gcshim_pause_max;
-    s->pause_p50_ns = gcshim_percentile(50);
-    s->pause_p99_ns = gcshim_percentile(99);
+    GC_alloc_lock();
+    uint64_t n = gcshim_pause_log_n;
+    *collections = (uint64_t)GC_get_gc_no();
     GC_alloc_unlock();
+    return n;
 }
+
+/* Threads that mark: the initiating one and GC_get_parallel() helpers
+ * (GC_MARKERS, default: one per processor, started with the first thread
+ * or collection that needs them). */
+static inline int gcshim_markers(void) { return GC_get_parallel() + 1; }
 #endif
 
 /* Deterministic randomness, so that both collectors do the same work:
@@ -325,32 +363,47 @@ static inline long gcshim_peak_rss_kb(void)
     return ru.ru_maxrss;
 }
 
+/* A checksum of the final live data: fold 64-bit words in order. Each
+ * benchmark walks its live structure at the end and folds what it finds
+ * (ids, values, shapes, never addresses), so the result depends on the
+ * work done alone and must be the same on every collector. */
+static inline uint64_t gcshim_fold(uint64_t h, uint64_t w) { return gcshim_mix64(h ^ w) + 0x9e3779b97f4a7c15u; }
+
 /* RESULT gc=<name> bench=<bench> time_ms=... peak_rss_kb=... collections=...
- * pauses=... pause_max_us=... pause_p99_us=... pause_p50_us=... <extra>
- * PAUSES gc=<name> bench=<bench> n=<count> us=<d1>,<d2>,...   (every pause logged) */
-static inline void gcshim_report(const char *bench, uint64_t time_ns, const char *extra)
+ *        pauses=... pause_total_ms=... pause_max_us=... pause_p99_us=... pause_p50_us=...
+ *        [minor_pauses=... minor_p50_us=... minor_p99_us=... minor_max_us=...
+ *         major_pauses=... major_max_us=...   (lull only)]
+ *        [markers=N   (Boehm: marker threads)] checksum=<16 hex digits> <extra>
+ * PAUSES gc=<name> bench=<bench> n=<count> us=<d1>,<d2>,...   (every pause logged)
+ * All pause figures come from the pause log through gcshim_summarise_pauses
+ * (nearest rank), the same for both collectors. */
+static inline void gcshim_report(const char *bench, uint64_t time_ns, uint64_t checksum, const char *extra)
 {
-    gcshim_stats s;
-    gcshim_get_stats(&s);
+    uint64_t collections, logged = gcshim_logged_pauses(&collections);
+    if (logged > GCSHIM_PAUSE_LOG_CAP) {
+        fprintf(stderr, "gcshim: FAILED: %llu pauses, more than the %u the log holds: no figures over a part\n",
+                (unsigned long long)logged, GCSHIM_PAUSE_LOG_CAP);
+        exit(1);
+    }
+    gcshim_pause_summary all = gcshim_summarise_pauses(logged, -1);
     char kinds[256] = "";
 #ifndef USE_BOEHM
-    /* lull: minor and major pauses apart. */
-    lull_stats ls;
-    lull_get_stats(&ls);
+    gcshim_pause_summary mi = gcshim_summarise_pauses(logged, 0), ma = gcshim_summarise_pauses(logged, 1);
     snprintf(kinds, sizeof kinds,
              " minor_pauses=%llu minor_p50_us=%.1f minor_p99_us=%.1f minor_max_us=%.1f major_pauses=%llu "
              "major_max_us=%.1f",
-             (unsigned long long)ls.pauses_minor, ls.pause_minor_p50_ns / 1e3, ls.pause_minor_p99_ns / 1e3,
-             ls.pause_minor_max_ns / 1e3, (unsigned long long)ls.pauses_major, ls.pause_major_max_ns / 1e3);
+             (unsigned long long)mi.n, mi.p50_ns / 1e3, mi.p99_ns / 1e3, mi.max_ns / 1e3, (unsigned long long)ma.n,
+             ma.max_ns / 1e3);
+#else
+    snprintf(kinds, sizeof kinds, " markers=%d", gcshim_markers());
 #endif
-    printf("RESULT gc=%s bench=%s time_ms=%.1f peak_rss_kb=%ld collections=%llu pauses=%llu "
-           "pause_max_us=%.1f pause_p99_us=%.1f pause_p50_us=%.1f%s%s%s\n",
-           gcshim_name(), bench, time_ns / 1e6, gcshim_peak_rss_kb(), (unsigned long long)s.collections,
-           (unsigned long long)s.pauses, s.pause_max_ns / 1e3, s.pause_p99_ns / 1e3, s.pause_p50_ns / 1e3,
-           kinds, extra && *extra ? " " : "", extra ? extra : "");
-    uint64_t n = gcshim_pause_log_n < GCSHIM_PAUSE_LOG_CAP ? gcshim_pause_log_n : GCSHIM_PAUSE_LOG_CAP;
-    printf("PAUSES gc=%s bench=%s n=%llu us=", gcshim_name(), bench, (unsigned long long)n);
-    for (uint64_t i = 0; i < n; i++)
+    printf("RESULT gc=%s bench=%s time_ms=%.1f peak_rss_kb=%ld collections=%llu pauses=%llu pause_total_ms=%.3f "
+           "pause_max_us=%.1f pause_p99_us=%.1f pause_p50_us=%.1f%s checksum=%016llx%s%s\n",
+           gcshim_name(), bench, time_ns / 1e6, gcshim_peak_rss_kb(), (unsigned long long)collections,
+           (unsigned long long)all.n, all.total_ns / 1e6, all.max_ns / 1e3, all.p99_ns / 1e3, all.p50_ns / 1e3, kinds,
+           (unsigned long long)checksum, extra && *extra ? " " : "", extra ? extra : "");
+    printf("PAUSES gc=%s bench=%s n=%llu us=", gcshim_name(), bench, (unsigned long long)logged);
+    for (uint64_t i = 0; i < logged; i++)
         printf(i ? ",%.1f" : "%.1f", gcshim_pause_log[i] / 1e3);
     printf("\n");
     fflush(stdout);

@@ -4,10 +4,20 @@ results.json, pauses.svg and frames.svg. Called by bench/run; standard
 library only.
 
 Raw lines (one per line, written by bench/run from the benchmarks' stdout):
-  RESULT label=L run=I gc=G bench=B time_ms=... k=v ...
+  RESULT label=L run=I gc=G bench=B time_ms=... checksum=H k=v ...
   PAUSES label=L run=I gc=G bench=B n=N us=d1,d2,...
   SERIES label=L run=I gc=G bench=B name=NAME n=N values=v1,v2,...
   FAIL   label=L gc=G run=I reason=R [detail=D]
+
+Each table row is one run: the one whose time is the median of that
+collector's runs (the lower median for an even count), never figures
+gathered from different runs. The pause figures are the benchmark's own
+(bench/gcshim.h: one pause log, one nearest-rank routine for every
+collector); this script only picks and prints them.
+
+Exit status 1 when the runs of a benchmark disagree on the checksum of the
+final live data (or a run printed none), when boehm-m1 did not mark on one
+thread, or when a run of a lull column failed; the table says which.
 """
 import argparse
 import json
@@ -16,9 +26,11 @@ import os
 import statistics
 import sys
 
-GC_ORDER = ["lull", "boehm", "boehm-incr"]
-COLORS = {"lull": "#1f77b4", "boehm": "#ff7f0e", "boehm-incr": "#2ca02c"}
-STANDARD = ["time_ms", "peak_rss_kb", "collections", "pauses", "pause_max_us", "pause_p99_us", "pause_p50_us"]
+# Columns (collectors) in table order; bench/run's --lull-variant names go
+# after "lull" (set in main).
+GC_ORDER = ["lull", "boehm", "boehm-m1", "boehm-incr"]
+COLORS = {"lull": "#1f77b4", "boehm": "#ff7f0e", "boehm-m1": "#d62728", "boehm-incr": "#2ca02c"}
+VARIANT_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
 # Benchmark-specific figures: key -> (label, format, lower is better)
 EXTRAS = {
     "minor_p50_us": ("minor pauses p50 {:.0f} us", True),
@@ -88,89 +100,173 @@ def ratio(a, b):
     return f"{a / b:.2f}x"
 
 
+def median_run(rows):
+    """The run whose time is the median (lower median for an even count)."""
+    rows = sorted(rows, key=lambda r: (float(r["time_ms"]), int(r["run"])))
+    return rows[(len(rows) - 1) // 2]
+
+
+def is_lull(gc):
+    return gc == "lull" or gc in VARIANTS
+
+
+VARIANTS = {}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    for a in ["raw", "out", "command", "runs", "date", "machine", "compiler", "boehm", "commit", "quick"]:
-        ap.add_argument("--" + a, required=True)
+    for a in ["raw", "out", "command", "runs", "date", "machine", "compiler", "boehm", "commit", "quick",
+              "lull_markers"]:
+        ap.add_argument("--" + a.replace("_", "-"), dest=a, required=True)
+    ap.add_argument("--variant", action="append", default=[], help="NAME=PARAMS, as given to bench/run")
     args = ap.parse_args()
+    for v in args.variant:
+        name, _, params = v.partition("=")
+        VARIANTS[name] = params
+    for n, name in enumerate(VARIANTS):
+        GC_ORDER.insert(1 + n, name)
+        COLORS[name] = VARIANT_COLORS[n % len(VARIANT_COLORS)]
     results, pauses, series, fails = parse(args.raw)
+    status = 0
 
     labels = []
     for r in results + fails:
         if r["label"] not in labels:
             labels.append(r["label"])
 
-    # Medians per (label, gc).
-    med = {}
+    def lull_markers(gc):
+        """Threads that mark in a lull column, as bench/run found lib/ to do."""
+        if args.lull_markers != "mark-workers":
+            return args.lull_markers
+        for item in VARIANTS.get(gc, "").split(","):
+            k, _, val = item.strip().partition("=")
+            if k == "mark-workers":
+                return val
+        return "default"
+
+    # Checksums of the final live data: every run of a benchmark, whatever
+    # the collector, must print the same one.
+    problems = {}  # (label, gc) -> notes
+    for label in labels:
+        rows = [r for r in results if r["label"] == label]
+        sums = {}
+        for r in rows:
+            sums.setdefault(r.get("checksum", "none"), []).append(f"{r['gc']} run {r['run']}")
+        if len(sums) > 1 or "none" in sums:
+            status = 1
+            print(f"bench/run: {label}: FAILED: the runs disagree on the checksum of the final live data: "
+                  + "; ".join(f"{h}: {', '.join(w)}" for h, w in sums.items()), file=sys.stderr)
+            for r in rows:
+                problems.setdefault((label, r["gc"]), []).append("CHECKSUM MISMATCH")
+        for r in rows:
+            want = "lull" if is_lull(r["gc"]) else "boehm-incr" if r["gc"] == "boehm-incr" else "boehm"
+            if r.get("impl") != want:
+                status = 1
+                print(f"bench/run: {label}: FAILED: column {r['gc']} run {r['run']} ran {r.get('impl')}, not {want}",
+                      file=sys.stderr)
+                problems.setdefault((label, r["gc"]), []).append(f"RAN {r.get('impl')}")
+            if r["gc"] == "boehm-m1" and r.get("markers") != "1":
+                status = 1
+                print(f"bench/run: {label}: FAILED: boehm-m1 run {r['run']} marked with {r.get('markers')} threads "
+                      f"(GC_MARKERS=1 not honoured)", file=sys.stderr)
+                problems.setdefault((label, "boehm-m1"), []).append("GC_MARKERS=1 NOT HONOURED")
+    for f in fails:
+        if is_lull(f["gc"]):
+            status = 1
+
+    chosen = {}
     for label in labels:
         for gc in GC_ORDER:
             rows = [r for r in results if r["label"] == label and r["gc"] == gc]
-            if not rows:
-                continue
-            m = {}
-            for k in set().union(*(r.keys() for r in rows)):
-                vals = [num(r.get(k)) for r in rows]
-                vals = [v for v in vals if v is not None]
-                if vals and k not in ("run",):
-                    m[k] = statistics.median(vals)
-            m["_runs"] = len(rows)
-            med[(label, gc)] = m
+            if rows:
+                chosen[(label, gc)] = (median_run(rows), len(rows))
+
+    def fig(label, gc, k):
+        c = chosen.get((label, gc))
+        return num(c[0].get(k)) if c else None
 
     def fail_note(label, gc):
         fs = [f for f in fails if f["label"] == label and f["gc"] == gc]
         if not fs:
             return ""
         reasons = sorted(set(f["reason"] + (": " + f["detail"].replace("_", " ") if f.get("detail", "none") != "none" else "") for f in fs))
-        return f"FAILED {len(fs)} of {len(fs) + med.get((label, gc), {}).get('_runs', 0)} runs: " + "; ".join(reasons)
+        runs = len(fs) + (chosen[(label, gc)][1] if (label, gc) in chosen else 0)
+        return f"FAILED {len(fs)} of {runs} runs: " + "; ".join(reasons)
 
-    head = ["benchmark", "gc", "time (ms)", "peak RSS (MiB)", "collections", "max pause (ms)", "p99 pause (ms)",
-            "p50 pause (ms)", "other"]
+    head = ["benchmark", "gc", "markers", "run", "time (ms)", "peak RSS (MiB)", "collections", "pauses",
+            "total pause (ms)", "max pause (ms)", "p99 pause (ms)", "p50 pause (ms)", "checksum", "other"]
+    left = {0, 1, 12, 13}
     table = [head]
     for label in labels:
         for gc in GC_ORDER:
-            m = med.get((label, gc))
+            c = chosen.get((label, gc))
+            notes = problems.get((label, gc), [])
             note = fail_note(label, gc)
-            if m is None and not note:
+            if c is None and not note:
                 continue
-            if m is None:
-                table.append([label, gc, "FAILED", "", "", "", "", "", note])
+            markers = lull_markers(gc) if is_lull(gc) else None
+            if c is None:
+                table.append([label, gc, markers or "", "", "FAILED"] + [""] * 8 + [note])
                 continue
+            m = {k: num(v) for k, v in c[0].items()}
+            if not is_lull(gc):
+                markers = c[0].get("markers", "?")
             other = []
             for k, (fmt, _) in EXTRAS.items():
-                if k in m:
+                if m.get(k) is not None:
                     other.append(fmt.format(m[k]))
+            other += notes
             if note:
                 other.append(note)
-            table.append([label, gc, f"{m['time_ms']:.0f}", f"{m['peak_rss_kb'] / 1024:.1f}",
-                          f"{m['collections']:.0f}", fmt_ms(m.get("pause_max_us")), fmt_ms(m.get("pause_p99_us")),
-                          fmt_ms(m.get("pause_p50_us")), ", ".join(other)])
-        a = med.get((label, "lull"))
-        for peer in ["boehm", "boehm-incr"]:
-            b = med.get((label, peer))
-            if a is None or b is None:
+            table.append([label, gc, markers, f"{c[0]['run']} of {c[1]}", f"{m['time_ms']:.0f}",
+                          f"{m['peak_rss_kb'] / 1024:.1f}", f"{m['collections']:.0f}", f"{m['pauses']:.0f}",
+                          fmt_ms(m.get("pause_total_ms") * 1000 if m.get("pause_total_ms") is not None else None),
+                          fmt_ms(m.get("pause_max_us")), fmt_ms(m.get("pause_p99_us")), fmt_ms(m.get("pause_p50_us")),
+                          c[0].get("checksum", "none")[:8], ", ".join(other)])
+        pairs = [("lull", peer) for peer in ["boehm", "boehm-m1", "boehm-incr"]] + [(v, "lull") for v in VARIANTS]
+        for a, b in pairs:
+            if (label, a) not in chosen or (label, b) not in chosen:
                 continue
             other = []
             for k, (fmt, _) in EXTRAS.items():
-                if k in a and k in b and k not in BASELINES:
-                    other.append(f"{k} {ratio(a[k], b[k])}")
-            table.append([label, "lull/" + peer, ratio(a["time_ms"], b["time_ms"]),
-                          ratio(a["peak_rss_kb"], b["peak_rss_kb"]), "",
-                          ratio(a.get("pause_max_us"), b.get("pause_max_us")),
-                          ratio(a.get("pause_p99_us"), b.get("pause_p99_us")),
-                          ratio(a.get("pause_p50_us"), b.get("pause_p50_us")), ", ".join(other)])
+                r = ratio(fig(label, a, k), fig(label, b, k)) if k not in BASELINES else ""
+                if r:
+                    other.append(f"{k} {r}")
+            table.append([label, f"{a}/{b}", "", "", ratio(fig(label, a, "time_ms"), fig(label, b, "time_ms")),
+                          ratio(fig(label, a, "peak_rss_kb"), fig(label, b, "peak_rss_kb")), "", "",
+                          ratio(fig(label, a, "pause_total_ms"), fig(label, b, "pause_total_ms")),
+                          ratio(fig(label, a, "pause_max_us"), fig(label, b, "pause_max_us")),
+                          ratio(fig(label, a, "pause_p99_us"), fig(label, b, "pause_p99_us")),
+                          ratio(fig(label, a, "pause_p50_us"), fig(label, b, "pause_p50_us")), "",
+                          ", ".join(other)])
 
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     lines = []
     for n, r in enumerate(table):
-        cells = [c.ljust(w) if i in (0, 1, 8) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        cells = [c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
         lines.append("| " + " | ".join(cells) + " |")
         if n == 0:
             lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    columns = ["lull: LULL_GC_PARAMS unset"]
+    columns += [f"{v}: LULL_GC_PARAMS={p}" for v, p in VARIANTS.items()]
+    columns += ["boehm: GC_MARKERS unset (libgc's default)", "boehm-m1: GC_MARKERS=1"]
+    if any(r["gc"] == "boehm-incr" for r in results + fails):
+        columns.append("boehm-incr: GC_MARKERS unset, GC_enable_incremental, 3 ms time limit")
+    markers_note = ("markers: threads that mark; Boehm's as its RESULT line reports (GC_get_parallel() + 1), "
+                    + ("lull's 1: lib/ does not use mark-workers at this commit (it only parses it)"
+                       if args.lull_markers == "1" else "lull's: its mark-workers setting"))
     preamble = [
         f"$ {args.command}",
         f"{args.date}; {args.machine}",
         f"compiler: {args.compiler}; Release build; Boehm GC {args.boehm}; lull {args.commit}; "
-        f"medians of {args.runs} run(s), collectors alternating" + ("; --quick sizes" if args.quick == "1" else ""),
+        f"{args.runs} run(s) per collector, collectors alternating" + ("; --quick sizes" if args.quick == "1" else ""),
+        "each row is ONE run, the one with the median time (lower median for an even count; 'run' says which); "
+        "all its figures come from that run",
+        "pauses: every stop-the-world pause (lull: pause hook; Boehm: PRE_STOP_WORLD to POST_START_WORLD), "
+        "summarised per run by one routine (bench/gcshim.h, nearest rank); total pause = their sum",
+        "checksum: of the final live data, walked by the benchmark; every run of a benchmark must agree",
+        "columns: " + "; ".join(columns),
+        markers_note,
         "",
     ]
     text = "\n".join(preamble + lines) + "\n"
@@ -183,15 +279,16 @@ def main():
     doc = {
         "command": args.command, "date": args.date, "machine": args.machine, "compiler": args.compiler,
         "boehm_version": args.boehm, "lull_commit": args.commit, "runs_per_collector": int(args.runs),
-        "quick": args.quick == "1",
+        "quick": args.quick == "1", "columns": columns, "lull_markers": args.lull_markers,
+        "variants": VARIANTS, "checksums_agree": status == 0,
         "runs": [], "failures": fails,
-        "medians": [{"benchmark": l, "gc": g, **{k: v for k, v in m.items() if not k.startswith("_")}}
-                    for (l, g), m in med.items()],
+        "median_runs": [{"benchmark": l, "gc": g, "run": int(c[0]["run"]), "of": c[1]}
+                        for (l, g), c in chosen.items()],
     }
     for r in results:
         key = (r["label"], r["gc"], int(r["run"]))
-        entry = {"benchmark": r["label"], "gc": r["gc"], "run": int(r["run"]),
-                 "figures": {k: num(v) for k, v in r.items() if k not in ("label", "gc", "run", "bench")},
+        entry = {"benchmark": r["label"], "gc": r["gc"], "run": int(r["run"]), "checksum": r.get("checksum"),
+                 "figures": {k: num(v) for k, v in r.items() if k not in ("label", "gc", "run", "bench", "checksum")},
                  "pauses_us": pauses.get(key, [])}
         for (l, g, i, name), vals in series.items():
             if (l, g, i) == key:
@@ -204,6 +301,7 @@ def main():
         f.write(pause_svg(labels, pauses, fails, args))
     with open(os.path.join(args.out, "frames.svg"), "w") as f:
         f.write(frames_svg(results, series, fails, args))
+    return status
 
 
 def esc(s):
@@ -289,10 +387,10 @@ def frames_svg(results, series, fails, args):
            f'<text x="10" y="34" fill="#555">{esc(args.machine)}</text>']
     lines = {}
     for gc in GC_ORDER:
-        rows = sorted((float(r["time_ms"]), int(r["run"])) for r in results if r["label"] == "gameloop" and r["gc"] == gc)
+        rows = [r for r in results if r["label"] == "gameloop" and r["gc"] == gc]
         if not rows:
             continue
-        run = rows[len(rows) // 2][1]
+        run = int(median_run(rows)["run"])
         vals = series.get(("gameloop", gc, run, "frame_ms"))
         if vals:
             lines[gc] = vals

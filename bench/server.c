@@ -15,7 +15,9 @@
  *   3. keeps 1 in 20 results: a Result referencing a 32-byte digest and
  *      the last 4 fields of the request (the rest of it becomes garbage),
  *      stored into a random slot of a shared cache of 50,000 references
- *      (GCSHIM_STORE under a mutex);
+ *      (GCSHIM_STORE under a mutex); thread t writes only the slots
+ *      s with s % T == t, so that what the cache holds at the end does not
+ *      depend on how the threads interleave;
  *   4. looks up one random cache slot and verifies that entry's checksum.
  *
  * Each request is timed with gcshim_now_ns. The cache is filled before the
@@ -23,13 +25,14 @@
  * at the end every cache entry is verified. A checksum mismatch means lost
  * or corrupted data: the program says so on stderr and exits 1. Each
  * thread's content comes from its own fixed-seed generator, so both
- * collectors do the same work (only the interleaving of cache writes
- * differs).
+ * collectors do the same work and end with the same cache (only which
+ * entries a lookup happens to find depends on the interleaving).
  *
  *   server_lull [-v] [--scale F] [--threads N]      (server_boehm: same)
  *
  * Prints one RESULT line (bench=server, or server_t<N> for N != 4 threads;
- * time_ms = the timed phase) with the extra keys threads=T requests=R
+ * time_ms = the timed phase; checksum= over every cache entry's slot, id
+ * and contents, walked at the end) with the extra keys threads=T requests=R
  * rps=... req_p50_us=... req_p99_us=... req_max_us=... kept=<results stored
  * during the run> cached=<entries verified at the end>, then the PAUSES line.
  */
@@ -294,9 +297,9 @@ static void fail(const char *what, uint64_t id)
     atomic_store(&failed, 1);
 }
 
-/* Handle one request; false after a failed check. *kept counts the
- * results stored into the cache. */
-static bool serve(Cache *cache, uint64_t *rng, uint64_t id, uint64_t *kept)
+/* Handle one request for thread `me` of `threads`; false after a failed
+ * check. *kept counts the results stored into the cache. */
+static bool serve(Cache *cache, uint64_t *rng, uint64_t id, unsigned me, unsigned threads, uint64_t *kept)
 {
     uint64_t expect;
     Request *q = parse(rng, id, &expect);
@@ -314,7 +317,8 @@ static bool serve(Cache *cache, uint64_t *rng, uint64_t id, uint64_t *kept)
             lead = lead->next;
         for (; lead; lead = lead->next)
             keep = keep->next;
-        cache_put(cache, below(rng, CACHE_SLOTS), make_result(id, sum, keep));
+        size_t own = (CACHE_SLOTS - me + threads - 1) / threads;     /* slots me, me + T, ... */
+        cache_put(cache, me + (size_t)threads * below(rng, own), make_result(id, sum, keep));
         ++*kept;
     }
     size_t slot = below(rng, CACHE_SLOTS);
@@ -332,7 +336,7 @@ static bool serve(Cache *cache, uint64_t *rng, uint64_t id, uint64_t *kept)
 
 typedef struct Worker {
     pthread_t tid;
-    unsigned index;
+    unsigned index, threads;
     uint64_t requests;
     uint64_t kept;             /* results stored into the cache */
     uint64_t *lat_ns;          /* malloc'd, one per request */
@@ -347,19 +351,13 @@ static void *worker(void *arg)
     uint64_t rng = 0xC0FFEE00u + w->index;
     for (uint64_t n = 0; n < w->requests && !atomic_load_explicit(&failed, memory_order_relaxed); n++) {
         uint64_t t0 = gcshim_now_ns();
-        bool ok = serve(cache, &rng, ((uint64_t)w->index << 40) | n, &w->kept);
+        bool ok = serve(cache, &rng, ((uint64_t)w->index << 40) | n, w->index, w->threads, &w->kept);
         w->lat_ns[n] = gcshim_now_ns() - t0;
         if (!ok)
             break;
     }
     gcshim_thread_detach();
     return NULL;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static void usage(const char *argv0)
@@ -402,6 +400,7 @@ int main(int argc, char **argv)
     Worker *w = gcshim_check(calloc((size_t)threads, sizeof *w), "calloc");
     for (int t = 0; t < threads; t++) {
         w[t].index = (unsigned)t;
+        w[t].threads = (unsigned)threads;
         w[t].requests = total / (uint64_t)threads + ((uint64_t)t < total % (uint64_t)threads);
         w[t].lat_ns = gcshim_check(malloc(w[t].requests * sizeof(uint64_t)), "malloc");
         w[t].cache = &cache;
@@ -419,8 +418,9 @@ int main(int argc, char **argv)
     if (atomic_load(&failed))
         return 1;
 
-    /* Every cache entry must still add up. */
+    /* Every cache entry must still add up; the checksum covers them all. */
     size_t cached = 0;
+    uint64_t checksum = 0;
     for (size_t s = 0; s < CACHE_SLOTS; s++) {
         const Result *r = cache->slot[s];
         if (!r) {
@@ -433,6 +433,7 @@ int main(int argc, char **argv)
                     (unsigned long long)(r->id >> 63 ? r->id & ~(1ull << 63) : r->id));
             return 1;
         }
+        checksum = gcshim_fold(gcshim_fold(gcshim_fold(checksum, s), r->id), result_sum(r));
         cached++;
     }
 
@@ -445,8 +446,9 @@ int main(int argc, char **argv)
         free(w[t].lat_ns);
     }
     free(w);
-    qsort(lat, n, sizeof *lat, cmp_u64);
-    double p50 = lat[(n - 1) / 2] / 1e3, p99 = lat[(uint64_t)((n - 1) * 0.99)] / 1e3, max = lat[n - 1] / 1e3;
+    qsort(lat, n, sizeof *lat, gcshim_cmp_u64);
+    double p50 = lat[gcshim_rank_index(n, 50)] / 1e3, p99 = lat[gcshim_rank_index(n, 99)] / 1e3,
+           max = lat[n - 1] / 1e3;
     free(lat);
     double secs = (t1 - t0) / 1e9;
     if (verbose)
@@ -461,7 +463,7 @@ int main(int argc, char **argv)
     snprintf(extra, sizeof extra,
              "threads=%d requests=%llu rps=%.0f req_p50_us=%.1f req_p99_us=%.1f req_max_us=%.1f kept=%llu cached=%zu",
              threads, (unsigned long long)n, n / secs, p50, p99, max, (unsigned long long)kept, cached);
-    gcshim_report(bench, t1 - t0, extra);
+    gcshim_report(bench, t1 - t0, checksum, extra);
     gcshim_shutdown();
     return 0;
 }
