@@ -193,8 +193,31 @@ static inline uint64_t gcshim_logged_pauses(uint64_t *collections)
     exit(1);
 }
 
-/* Threads that mark: lull has no way to say; bench/run states it. */
-static inline int gcshim_markers(void) { return 0; }
+/* Threads that mark: the stopping thread and lull's mark workers, counted
+ * by their names (lull-mark/N) in /proc/self/task. */
+#include <dirent.h>
+static inline int gcshim_markers(void)
+{
+    int n = 1;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[300], comm[32] = "";
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f) && !strncmp(comm, "lull-mark/", 10))
+            n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
 #else
 /* ------------------------------------------------------------------------ */
 /* Boehm GC                                                                 */
@@ -390,8 +413,8 @@ static inline void gcshim_report(const char *bench, uint64_t time_ns, uint64_t c
 #ifndef USE_BOEHM
     gcshim_pause_summary mi = gcshim_summarise_pauses(logged, 0), ma = gcshim_summarise_pauses(logged, 1);
     snprintf(kinds, sizeof kinds,
-             " minor_pauses=%llu minor_p50_us=%.1f minor_p99_us=%.1f minor_max_us=%.1f major_pauses=%llu "
-             "major_max_us=%.1f",
+             " markers=%d minor_pauses=%llu minor_p50_us=%.1f minor_p99_us=%.1f minor_max_us=%.1f major_pauses=%llu "
+             "major_max_us=%.1f", gcshim_markers(),
              (unsigned long long)mi.n, mi.p50_ns / 1e3, mi.p99_ns / 1e3, mi.max_ns / 1e3, (unsigned long long)ma.n,
              ma.max_ns / 1e3);
 #else

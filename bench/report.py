@@ -115,8 +115,7 @@ VARIANTS = {}
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ["raw", "out", "command", "runs", "date", "machine", "compiler", "boehm", "commit", "quick",
-              "lull_markers"]:
+    for a in ["raw", "out", "command", "runs", "date", "machine", "compiler", "boehm", "commit", "quick"]:
         ap.add_argument("--" + a.replace("_", "-"), dest=a, required=True)
     ap.add_argument("--variant", action="append", default=[], help="NAME=PARAMS, as given to bench/run")
     args = ap.parse_args()
@@ -133,16 +132,6 @@ def main():
     for r in results + fails:
         if r["label"] not in labels:
             labels.append(r["label"])
-
-    def lull_markers(gc):
-        """Threads that mark in a lull column, as bench/run found lib/ to do."""
-        if args.lull_markers != "mark-workers":
-            return args.lull_markers
-        for item in VARIANTS.get(gc, "").split(","):
-            k, _, val = item.strip().partition("=")
-            if k == "mark-workers":
-                return val
-        return "default"
 
     # Checksums of the final live data: every run of a benchmark, whatever
     # the collector, must print the same one.
@@ -204,13 +193,11 @@ def main():
             note = fail_note(label, gc)
             if c is None and not note:
                 continue
-            markers = lull_markers(gc) if is_lull(gc) else None
             if c is None:
-                table.append([label, gc, markers or "", "", "FAILED"] + [""] * 8 + [note])
+                table.append([label, gc, "", "", "FAILED"] + [""] * 8 + [note])
                 continue
             m = {k: num(v) for k, v in c[0].items()}
-            if not is_lull(gc):
-                markers = c[0].get("markers", "?")
+            markers = c[0].get("markers", "?")
             other = []
             for k, (fmt, _) in EXTRAS.items():
                 if m.get(k) is not None:
@@ -252,9 +239,8 @@ def main():
     columns += ["boehm: GC_MARKERS unset (libgc's default)", "boehm-m1: GC_MARKERS=1"]
     if any(r["gc"] == "boehm-incr" for r in results + fails):
         columns.append("boehm-incr: GC_MARKERS unset, GC_enable_incremental, 3 ms time limit")
-    markers_note = ("markers: threads that mark; Boehm's as its RESULT line reports (GC_get_parallel() + 1), "
-                    + ("lull's 1: lib/ does not use mark-workers at this commit (it only parses it)"
-                       if args.lull_markers == "1" else "lull's: its mark-workers setting"))
+    markers_note = ("markers: threads that mark, as each run's RESULT line reports: Boehm's GC_get_parallel() + 1, "
+                    "lull's stopping thread + its lull-mark/N worker threads")
     preamble = [
         f"$ {args.command}",
         f"{args.date}; {args.machine}",
@@ -279,7 +265,7 @@ def main():
     doc = {
         "command": args.command, "date": args.date, "machine": args.machine, "compiler": args.compiler,
         "boehm_version": args.boehm, "lull_commit": args.commit, "runs_per_collector": int(args.runs),
-        "quick": args.quick == "1", "columns": columns, "lull_markers": args.lull_markers,
+        "quick": args.quick == "1", "columns": columns,
         "variants": VARIANTS, "checksums_agree": status == 0,
         "runs": [], "failures": fails,
         "median_runs": [{"benchmark": l, "gc": g, "run": int(c[0]["run"]), "of": c[1]}
