@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "collect.h"
+#include "policy.h"
 #include "heap.h"
 #include "nursery.h"
 #include "threads.h"
@@ -75,6 +76,16 @@ static inline void check_type(const char *fn, const lull_type *t, bool array)
     }
 }
 
+/* Ask the policy at one of allocation's decision points; run what it
+ * says (gc lock held). */
+static void collect_if(lull_policy_event ev, unsigned long arg)
+{
+    const char *reason = "";
+    int gen = lull_policy_decide(ev, arg, &reason);
+    if (gen >= 0)
+        lull_collect_locked(gen, reason);
+}
+
 static void *fail_enomem(void)
 {
     errno = ENOMEM;
@@ -86,12 +97,11 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
     bool has_refs = lull_type_has_refs(type);
     uintptr_t *p = NULL;
     lull_gc_lock();
-    if (lull_collect_due())
-        lull_collect_locked(LULL_GEN_MAJOR, "allowance used up");
+    collect_if(LULL_POLICY_SLOW_ALLOC, 0);
     for (int attempt = 0; attempt < 2 && !p; attempt++) {
         if (attempt) {
             /* Out of memory: collect, give back empty blocks, retry once. */
-            lull_collect_locked(LULL_GEN_MAJOR, "allocation failed");
+            collect_if(LULL_POLICY_OUT_OF_MEMORY, 0);
             lull_major_release_empty(0);
             lull_space_release_pending();
         }
@@ -127,7 +137,7 @@ static void debug_collect_every(void)
     unsigned long n = atomic_fetch_add_explicit(&debug_alloc_count, 1, memory_order_relaxed) + 1;
     if (n % lull_cfg.collect_every == 0) {
         lull_gc_lock();
-        lull_collect_locked((n / lull_cfg.collect_every) % 4 ? LULL_GEN_NURSERY : LULL_GEN_MAJOR, "collect-every");
+        collect_if(LULL_POLICY_DEBUG_TICK, n);
         lull_gc_unlock();
     }
 }
@@ -176,10 +186,9 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
         if (attempt == 2)
             return NULL;
         lull_gc_lock();
-        if (lull_collect_due())
-            lull_collect_locked(LULL_GEN_MAJOR, "allowance used up");
+        collect_if(LULL_POLICY_SLOW_ALLOC, 0);
         if (!lull_nursery_refill(t, sz)) {
-            lull_collect_locked(lull_collect_due() ? LULL_GEN_MAJOR : LULL_GEN_NURSERY, "nursery full");
+            collect_if(LULL_POLICY_NURSERY_FULL, 0);
             if (!lull_nursery_refill(t, sz)) {
                 lull_gc_unlock();
                 return NULL;

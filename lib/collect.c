@@ -10,13 +10,7 @@
  *          pinned survivors included) and a sweep of it. Concurrent
  *          marking comes later; until then every major is synchronous.
  *
- * Policy: a minor when the nursery is exhausted. The major heap's
- * allowance is the live heap the last major found (so it settles around
- * twice its live size), at least 4 MiB; promotion and direct allocation in
- * the major heap use it up, and an allocation that finds it used up runs a
- * major first. An allocation that cannot get memory (max-heap-size, or the
- * OS refusing) runs a major, returns empty blocks to the block space and
- * tries once more before it reports ENOMEM. */
+ * When to collect, and how big the heap is: policy.c. */
 #include "collect.h"
 
 #include <pthread.h>
@@ -27,6 +21,7 @@
 #include "heap.h"
 #include "mark.h"
 #include "nursery.h"
+#include "policy.h"
 #include "probes.h"
 #include "roots.h"
 #include "stats.h"
@@ -36,7 +31,6 @@
 #include "verify.h"
 #include "workers.h"
 
-#define MIN_ALLOWANCE ((uint64_t)4 << 20)
 #define EMPTY_BLOCK_MAX_AGE 2   /* collections an empty block is kept committed */
 
 /* The gc lock is a binary semaphore rather than a mutex: a thread waiting
@@ -47,8 +41,6 @@
  * a busy process). Kernel and libc treat both the same otherwise (a futex). */
 static sem_t gc_lock;
 static pthread_once_t gc_lock_once = PTHREAD_ONCE_INIT;
-static uint64_t allocated_since;    /* bytes handed out since the last collection */
-static uint64_t allowance;
 static uint64_t ncollections;
 
 static void gc_lock_init(void)
@@ -86,24 +78,8 @@ void lull_collect_init(void)
 {
     pause_hook = NULL;
     pause_hook_data = NULL;
-    allocated_since = 0;
-    allowance = MIN_ALLOWANCE;
     ncollections = 0;
-}
-
-void lull_collect_note_allocated(uint64_t bytes)
-{
-    allocated_since += bytes;
-}
-
-void lull_collect_note_unused(uint64_t bytes)
-{
-    allocated_since = bytes > allocated_since ? 0 : allocated_since - bytes;
-}
-
-bool lull_collect_due(void)
-{
-    return allocated_since >= allowance;
+    lull_policy_init();
 }
 
 uint64_t lull_collect_count(void)
@@ -148,7 +124,7 @@ void lull_collect_locked(int generation, const char *reason)
         uint64_t unused = 0;
         for (lull_thread *t = lull_threads_first(); t; t = t->next)
             unused += lull_major_drop_caches(&t->caches);
-        lull_collect_note_unused(unused);
+        lull_policy_note_unused(unused);
 
         /* Mark: every mark bit is clear before; afterwards exactly the
          * objects reachable from stacks, registers and registered roots are
@@ -172,8 +148,7 @@ void lull_collect_locked(int generation, const char *reason)
         lull_major_release_empty(EMPTY_BLOCK_MAX_AGE);
         LULL_PROBE1(sweep_end, live);
 
-        allocated_since = 0;
-        allowance = live > MIN_ALLOWANCE ? live : MIN_ALLOWANCE;
+        lull_policy_after_major(live);
     }
     ncollections++;
 

@@ -1,4 +1,5 @@
-/* collect.h — the gc lock, the collection policy and the phases. */
+/* collect.h — the gc lock and the phases of a collection (the policy that
+ * decides which and when is policy.h). */
 #ifndef LULL_COLLECT_H
 #define LULL_COLLECT_H
 
@@ -16,12 +17,6 @@ bool lull_is_initialised(void);
  * holds it for the whole pause, so no thread is ever stopped holding it. */
 void lull_gc_lock(void);
 void lull_gc_unlock(void);
-
-/* Allocation accounting (gc lock held). */
-void lull_collect_note_allocated(uint64_t bytes);
-void lull_collect_note_unused(uint64_t bytes);
-/* Has allocation since the last collection used up the allowance? */
-bool lull_collect_due(void);
 
 /* A full stop-the-world collection (gc lock held). */
 void lull_collect_locked(int generation, const char *reason);

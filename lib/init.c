@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "collect.h"
+#include "policy.h"
 #include "heap.h"
 #include "nursery.h"
 #include "mark.h"
@@ -19,7 +20,6 @@
 #include "workers.h"
 #include "util.h"
 
-#define DEFAULT_RESERVE ((size_t)64 << 30)
 
 struct lull__barrier_state lull__barrier;
 lull_config lull_cfg;
@@ -89,19 +89,7 @@ int lull_init(const char *params)
         pthread_mutex_unlock(&init_lock);
         return r;
     }
-    /* The range: max-heap-size caps what is in use, so a little more than
-     * it is reserved (large objects need contiguous runs). */
-    size_t reserve = DEFAULT_RESERVE;
-    if (cfg.max_heap_size) {
-        size_t want = lull_align_up(cfg.max_heap_size, LULL_BLOCK_SIZE) * 2;
-        if (want < ((size_t)256 << 20))
-            want = (size_t)256 << 20;
-        if (want < reserve)
-            reserve = want;
-    }
-    /* The nursery: a power of two at most an eighth of max-heap-size. */
-    while (cfg.max_heap_size && cfg.nursery_size > cfg.max_heap_size / 8 && cfg.nursery_size > ((size_t)64 << 10))
-        cfg.nursery_size /= 2;
+    size_t reserve = lull_policy_size_heap(&cfg);
     if (lull_space_init_aligned(reserve, cfg.nursery_size) != 0) {
         pthread_mutex_unlock(&init_lock);
         lull_warn("lull_init", "cannot reserve %zu MiB of address space", reserve >> 20);

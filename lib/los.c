@@ -7,6 +7,7 @@
  * The head block's descriptor holds the object's size; tail blocks point to
  * the head, so an interior pointer anywhere in the run finds the object. */
 #include "collect.h"
+#include "policy.h"
 #include "heap.h"
 
 void *lull_los_alloc(size_t bytes)
@@ -27,7 +28,7 @@ void *lull_los_alloc(size_t bytes)
         t->state = LULL_BLOCK_LARGE_TAIL;
         t->run_head = idx;
     }
-    lull_collect_note_allocated(bytes);
+    lull_policy_note_allocated(bytes);
     return (void *)lull_block_addr(idx);   /* space runs read as zero */
 }
 

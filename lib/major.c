@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "collect.h"
+#include "policy.h"
 #include "heap.h"
 #include "util.h"
 
@@ -132,7 +133,7 @@ bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls)
     cache->count = b->nfree;
     b->free_list = NULL;
     b->nfree = 0;
-    lull_collect_note_allocated((uint64_t)cache->count * lull_class_size[cls]);
+    lull_policy_note_allocated((uint64_t)cache->count * lull_class_size[cls]);
     return true;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "collect.h"
+#include "policy.h"
 #include "os.h"
 #include "roots.h"
 #include "threads.h"
@@ -741,7 +742,7 @@ uint64_t lull_nursery_collect(void)
 
     /* 4. The nursery: pinned objects stay, the rest is free. */
     rebuild();
-    lull_collect_note_unused(lull_major_drop_caches(&promo));
+    lull_policy_note_unused(lull_major_drop_caches(&promo));
     if (lull_cfg.verify_nursery)
         lull_nursery_verify();
     return promoted;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "collect.h"
+#include "policy.h"
 #include "util.h"
 
 __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
@@ -122,7 +123,7 @@ void lull_threads_detach(void)
     lull_gc_lock();
     lull_nursery_retire_tlab(t);
     lull__tlab.type_ok = lull__tlab.array_ok = LULL__NO_TYPE;
-    lull_collect_note_unused(lull_major_drop_caches(&t->caches));
+    lull_policy_note_unused(lull_major_drop_caches(&t->caches));
     allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     if (t->prev) t->prev->next = t->next;
     else registry = t->next;

@@ -1,0 +1,51 @@
+/* policy.h — which collection to run and when, and how big the heap is:
+ * one module, one entry point (lull_policy_decide).
+ *
+ * The spaces report what they hand out and give back
+ * (lull_policy_note_allocated / _unused); allocation asks
+ * lull_policy_decide at each of its decision points and runs what it is
+ * told; a major reports the live heap it found (lull_policy_after_major).
+ * Nothing here calls into collect.c: the spaces no longer call up into
+ * the collector to account.
+ *
+ * The rules (see policy.c): a minor when the nursery is exhausted. The
+ * major heap's allowance is the live heap the last major found (so it
+ * settles around twice its live size), at least 4 MiB; promotion and direct
+ * allocation in the major heap use it up, and an allocation that finds it
+ * used up runs a major first. An allocation that cannot get memory
+ * (max-heap-size, or the OS refusing) runs a major and tries once more
+ * before it reports ENOMEM.
+ *
+ * State: policy_g in policy.c, written with the gc lock held only. */
+#ifndef LULL_POLICY_H
+#define LULL_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/* The points at which allocation asks what to collect (gc lock held). */
+typedef enum {
+    LULL_POLICY_SLOW_ALLOC,     /* an allocation in the major heap or a TLAB refill, before it */
+    LULL_POLICY_NURSERY_FULL,   /* a TLAB refill found no room in the nursery */
+    LULL_POLICY_OUT_OF_MEMORY,  /* the major heap could not satisfy an allocation */
+    LULL_POLICY_DEBUG_TICK,     /* LULL_GC_DEBUG=collect-every: the Nth allocation (arg = N) */
+} lull_policy_event;
+
+/* What to collect at `ev`: LULL_GEN_NURSERY, LULL_GEN_MAJOR, or -1 for
+ * nothing; *reason (when a collection is due) names why, for the log. */
+int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **reason);
+
+/* Accounting of the major heap's allowance (gc lock held). */
+void lull_policy_note_allocated(uint64_t bytes);
+void lull_policy_note_unused(uint64_t bytes);
+void lull_policy_after_major(uint64_t live_bytes);
+
+/* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
+ * cut to a power of two at most an eighth of max-heap-size. */
+size_t lull_policy_size_heap(lull_config *cfg);
+
+void lull_policy_init(void);
+
+#endif
