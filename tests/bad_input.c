@@ -27,30 +27,6 @@
 /* stderr capture                                                          */
 /* ---------------------------------------------------------------------- */
 
-static FILE *cap_file;
-static int   cap_saved = -1;
-static char  cap_buf[8192];
-
-static void capture_begin(void)
-{
-    fflush(stderr);
-    cap_file = tmpfile();
-    CHECK(cap_file != NULL, "tmpfile failed");
-    cap_saved = dup(2);
-    CHECK(cap_saved >= 0 && dup2(fileno(cap_file), 2) == 2, "dup2 failed");
-}
-
-static const char *capture_end(void)
-{
-    fflush(stderr);
-    dup2(cap_saved, 2);
-    close(cap_saved);
-    rewind(cap_file);
-    size_t n = fread(cap_buf, 1, sizeof cap_buf - 1, cap_file);
-    cap_buf[n] = 0;
-    fclose(cap_file);
-    return cap_buf;
-}
 
 static int count_lines(const char *s)
 {

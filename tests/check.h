@@ -366,4 +366,34 @@ static inline void want_poison(void)
     setenv("LULL_GC_DEBUG", "poison", 0);
 }
 
+
+/* ---------------------------------------------------------------------- */
+/* Capturing this process's stderr (lull's warnings) around a call.        */
+/* ---------------------------------------------------------------------- */
+
+static FILE *cap_file;
+static int   cap_saved = -1;
+static char  cap_buf[65536];
+
+static UNUSED void capture_begin(void)
+{
+    fflush(stderr);
+    cap_file = tmpfile();
+    CHECK(cap_file != NULL, "tmpfile failed");
+    cap_saved = dup(2);
+    CHECK(cap_saved >= 0 && dup2(fileno(cap_file), 2) == 2, "dup2 failed");
+}
+
+static UNUSED const char *capture_end(void)
+{
+    fflush(stderr);
+    dup2(cap_saved, 2);
+    close(cap_saved);
+    rewind(cap_file);
+    size_t n = fread(cap_buf, 1, sizeof cap_buf - 1, cap_file);
+    cap_buf[n] = 0;
+    fclose(cap_file);
+    return cap_buf;
+}
+
 #endif /* LULL_TEST_CHECK_H */
