@@ -3,7 +3,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static atomic_uint fail_every;
 static atomic_uint request_count;
@@ -14,12 +16,24 @@ void lull_os_set_fail_every(unsigned n)
     atomic_store(&request_count, 0);
 }
 
+/* LULL_GC_DEBUG=fail-mmap=N: refuse every Nth request, and say so on
+ * stderr (one line each), so a test can see that refusals happened even
+ * when lull absorbs them. The line is written with write(2): the world may
+ * be stopped here, with another thread holding stdio's lock. */
 static bool injected_failure(void)
 {
     unsigned n = atomic_load_explicit(&fail_every, memory_order_relaxed);
     if (n == 0)
         return false;
-    return (atomic_fetch_add(&request_count, 1) + 1) % n == 0;
+    unsigned k = atomic_fetch_add(&request_count, 1) + 1;
+    if (k % n)
+        return false;
+    char line[80];
+    int len = snprintf(line, sizeof line, "lull: fail-mmap: refused request %u to the OS\n", k);
+    if (len > 0 && write(2, line, (size_t)len) < 0) {
+        /* stderr closed: nothing to tell */
+    }
+    return true;
 }
 
 void *lull_os_reserve(size_t size, size_t align)
