@@ -28,36 +28,12 @@ typedef struct range {
     uintptr_t start, end;
 } range;
 
-static uint32_t first_block, nblocks;
-
-/* Logged ranges (walkable: objects or zero). Appended by refills, sorted by
- * start at every minor. Bounded by nursery_size / 16: ranges are disjoint
- * and at least one granule long, or empty TLAB tails (one per thread). */
-static range *log_;
-static size_t log_n, log_cap;
-static bool log_sorted;
-
-/* Fragments, ascending; frag_cur is the one TLABs are cut from. */
-static range *frags;
-static size_t nfrags, frag_cur, frags_cap;
-
-/* Objects to scan: copies and pinned objects with references. Every nursery
- * object is pushed at most once, so nursery_size / 16 entries suffice. */
-static uintptr_t *gray;
-static size_t gray_n, gray_cap;
-
-/* rebuild()'s exclusions (pinned objects and TLAB tails). */
+/* The nursery's state: one instance, written by the thread that holds the
+ * gc lock (refills, and the minor with the world stopped). */
 typedef struct excl {
     uintptr_t start, end;
     bool      tail;      /* a thread's TLAB tail (else a pinned object) */
 } excl;
-static excl *excls;
-static size_t excls_cap;
-
-/* Conservative candidates, then the pinned objects (sorted). */
-static uintptr_t *pins;
-static size_t npins, pins_cap;
-static bool pins_overflowed;
 
 /* Cementing: open addressing on the object address. `count` is per minor. */
 typedef struct cement_slot {
@@ -65,12 +41,44 @@ typedef struct cement_slot {
     uint32_t  count;
     uint32_t  cemented;
 } cement_slot;
-static cement_slot *cement;
-static unsigned ncemented;
 
-static lull_alloc_caches promo;      /* where survivors go */
-static uint64_t promoted;
-static bool large_scanned;           /* a large object's mark bit was used as "scanned" */
+static struct {
+    uint32_t first_block, nblocks;
+
+    /* Logged ranges (walkable: objects or zero). Appended by refills,
+     * sorted by start when a minor begins (log_sorted says whether it is).
+     * Bounded by nursery_size / 16: ranges are disjoint and at least one
+     * granule long, or empty TLAB tails (one per thread). */
+    range *log_;
+    size_t log_n, log_cap;
+    bool log_sorted;
+
+    /* Fragments, ascending; frag_cur is the one TLABs are cut from. */
+    range *frags;
+    size_t nfrags, frag_cur, frags_cap;
+
+    /* Objects to scan: copies and pinned objects with references. Every
+     * nursery object is pushed at most once, so nursery_size / 16 entries
+     * suffice. */
+    uintptr_t *gray;
+    size_t gray_n, gray_cap;
+
+    /* rebuild()'s exclusions (pinned objects and TLAB tails). */
+    excl *excls;
+    size_t excls_cap;
+
+    /* Conservative candidates, then the pinned objects (sorted). */
+    uintptr_t *pins;
+    size_t npins, pins_cap;
+    bool pins_overflowed;
+
+    cement_slot *cement;
+    unsigned ncemented;
+
+    lull_alloc_caches promo;      /* where survivors go */
+    uint64_t promoted;
+    bool large_scanned;           /* a large object's mark bit was used as "scanned" */
+} nursery_g;
 
 /* Side tables like the heap's own: reserved at init, committed by the
  * kernel as they are touched, not subject to fail-mmap. */
@@ -91,50 +99,50 @@ int lull_nursery_init(size_t size)
     uint32_t idx = lull_space_alloc(n);
     if (idx == LULL_NO_BLOCK)
         return -ENOMEM;
-    first_block = idx;
-    nblocks = n;
+    nursery_g.first_block = idx;
+    nursery_g.nblocks = n;
     lull_nursery_start = lull_block_addr(idx);
     lull_nursery_end = lull_nursery_start + size;
     for (uint32_t i = 0; i < n; i++)
         lull_heap_g.blocks[idx + i].state = LULL_BLOCK_NURSERY;
-    log_cap = size / LULL_GRANULE + 1024;
-    frags_cap = size / LULL_GRANULE + 1024;
-    gray_cap = size / LULL_GRANULE;
-    pins_cap = (size_t)1 << 20;
-    excls_cap = size / LULL_GRANULE;
-    log_ = reserve_array(log_cap * sizeof *log_);
-    frags = reserve_array(frags_cap * sizeof *frags);
-    gray = reserve_array(gray_cap * sizeof *gray);
-    pins = reserve_array(pins_cap * sizeof *pins);
-    cement = reserve_array(CEMENT_SLOTS * sizeof *cement);
-    excls = reserve_array(excls_cap * sizeof *excls);
-    if (!log_ || !frags || !gray || !pins || !cement || !excls) {
+    nursery_g.log_cap = size / LULL_GRANULE + 1024;
+    nursery_g.frags_cap = size / LULL_GRANULE + 1024;
+    nursery_g.gray_cap = size / LULL_GRANULE;
+    nursery_g.pins_cap = (size_t)1 << 20;
+    nursery_g.excls_cap = size / LULL_GRANULE;
+    nursery_g.log_ = reserve_array(nursery_g.log_cap * sizeof *nursery_g.log_);
+    nursery_g.frags = reserve_array(nursery_g.frags_cap * sizeof *nursery_g.frags);
+    nursery_g.gray = reserve_array(nursery_g.gray_cap * sizeof *nursery_g.gray);
+    nursery_g.pins = reserve_array(nursery_g.pins_cap * sizeof *nursery_g.pins);
+    nursery_g.cement = reserve_array(CEMENT_SLOTS * sizeof *nursery_g.cement);
+    nursery_g.excls = reserve_array(nursery_g.excls_cap * sizeof *nursery_g.excls);
+    if (!nursery_g.log_ || !nursery_g.frags || !nursery_g.gray || !nursery_g.pins || !nursery_g.cement || !nursery_g.excls) {
         lull_nursery_fini();
         return -ENOMEM;
     }
-    log_n = 0;
-    log_sorted = true;
+    nursery_g.log_n = 0;
+    nursery_g.log_sorted = true;
     /* The whole nursery is one fragment; block-space runs read as zero. */
-    frags[0] = (range){ lull_nursery_start, lull_nursery_end };
-    nfrags = 1;
-    frag_cur = 0;
-    ncemented = 0;
-    memset(&promo, 0, sizeof promo);
+    nursery_g.frags[0] = (range){ lull_nursery_start, lull_nursery_end };
+    nursery_g.nfrags = 1;
+    nursery_g.frag_cur = 0;
+    nursery_g.ncemented = 0;
+    memset(&nursery_g.promo, 0, sizeof nursery_g.promo);
     return 0;
 }
 
 void lull_nursery_fini(void)
 {
-    free_array(log_, log_cap * sizeof *log_);
-    free_array(frags, frags_cap * sizeof *frags);
-    free_array(gray, gray_cap * sizeof *gray);
-    free_array(pins, pins_cap * sizeof *pins);
-    free_array(cement, CEMENT_SLOTS * sizeof *cement);
-    free_array(excls, excls_cap * sizeof *excls);
-    excls = NULL;
-    log_ = frags = NULL;
-    gray = pins = NULL;
-    cement = NULL;
+    free_array(nursery_g.log_, nursery_g.log_cap * sizeof *nursery_g.log_);
+    free_array(nursery_g.frags, nursery_g.frags_cap * sizeof *nursery_g.frags);
+    free_array(nursery_g.gray, nursery_g.gray_cap * sizeof *nursery_g.gray);
+    free_array(nursery_g.pins, nursery_g.pins_cap * sizeof *nursery_g.pins);
+    free_array(nursery_g.cement, CEMENT_SLOTS * sizeof *nursery_g.cement);
+    free_array(nursery_g.excls, nursery_g.excls_cap * sizeof *nursery_g.excls);
+    nursery_g.excls = NULL;
+    nursery_g.log_ = nursery_g.frags = NULL;
+    nursery_g.gray = nursery_g.pins = NULL;
+    nursery_g.cement = NULL;
     lull_nursery_start = lull_nursery_end = 0;
 }
 
@@ -146,7 +154,7 @@ void lull_nursery_retire_tlab(lull_thread *t)
 {
     lull__tlab_t *tl = t->tlab;
     if (t->tlab_log != NO_LOG) {
-        log_[t->tlab_log].end = (uintptr_t)tl->next;
+        nursery_g.log_[t->tlab_log].end = (uintptr_t)tl->next;
         /* The unused tail was counted as allocated when handed out. */
         uint64_t unused = (uint64_t)(tl->end - tl->next);
         atomic_store_explicit(&t->allocated, atomic_load_explicit(&t->allocated, memory_order_relaxed) - unused,
@@ -159,11 +167,11 @@ void lull_nursery_retire_tlab(lull_thread *t)
 bool lull_nursery_refill(lull_thread *t, size_t need)
 {
     lull_nursery_retire_tlab(t);
-    while (frag_cur < nfrags) {
-        range *f = &frags[frag_cur];
+    while (nursery_g.frag_cur < nursery_g.nfrags) {
+        range *f = &nursery_g.frags[nursery_g.frag_cur];
         size_t avail = f->end - f->start;
         if (avail < need) {
-            frag_cur++;       /* the rest stays unused until the next minor */
+            nursery_g.frag_cur++;       /* the rest stays unused until the next minor */
             continue;
         }
         size_t take = avail < LULL_TLAB_SIZE ? avail : LULL_TLAB_SIZE;
@@ -174,14 +182,14 @@ bool lull_nursery_refill(lull_thread *t, size_t need)
         uintptr_t s = f->start;
         f->start += take;
         if (f->start == f->end)
-            frag_cur++;
+            nursery_g.frag_cur++;
         memset((void *)s, 0, take);
-        if (log_n == log_cap)
-            lull_fatal("lull_alloc", "nursery log full (%zu ranges)", log_cap);
-        log_[log_n] = (range){ s, s };
-        if (log_n && s < log_[log_n - 1].start)
-            log_sorted = false;
-        t->tlab_log = (uint32_t)log_n++;
+        if (nursery_g.log_n == nursery_g.log_cap)
+            lull_fatal("lull_alloc", "nursery log full (%zu ranges)", nursery_g.log_cap);
+        nursery_g.log_[nursery_g.log_n] = (range){ s, s };
+        if (nursery_g.log_n && s < nursery_g.log_[nursery_g.log_n - 1].start)
+            nursery_g.log_sorted = false;
+        t->tlab_log = (uint32_t)nursery_g.log_n++;
         t->tlab->next = (char *)s;
         t->tlab->end = (char *)(s + take);
         lull_thread_count_alloc(t, take);
@@ -234,9 +242,9 @@ DEFINE_HEAPSORT(sort_ranges, range, START_KEY)
 
 static void sort_log(void)
 {
-    if (!log_sorted)
-        sort_ranges(log_, log_n);
-    log_sorted = true;
+    if (!nursery_g.log_sorted)
+        sort_ranges(nursery_g.log_, nursery_g.log_n);
+    nursery_g.log_sorted = true;
 }
 
 /* The size of the object at p whose header is h (forwarded: the copy has the
@@ -253,17 +261,17 @@ static size_t walk_size(uintptr_t p, uintptr_t h)
 /* The last logged range starting at or below a, or NULL. Log sorted. */
 static const range *range_of(uintptr_t a)
 {
-    size_t lo = 0, hi = log_n;
+    size_t lo = 0, hi = nursery_g.log_n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (log_[mid].start <= a)
+        if (nursery_g.log_[mid].start <= a)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (!lo)
         return NULL;
-    const range *r = &log_[lo - 1];
+    const range *r = &nursery_g.log_[lo - 1];
     return a < r->end ? r : NULL;
 }
 
@@ -288,16 +296,16 @@ static uintptr_t find_in(const range *r, uintptr_t a, bool interior)
  * unsort it), so any number of threads may look up at once. */
 uintptr_t lull_nursery_find(uintptr_t a, bool interior)
 {
-    LULL_ASSERT(log_sorted);
+    LULL_ASSERT(nursery_g.log_sorted);
     const range *r = range_of(a);
     return r ? find_in(r, a, interior) : 0;
 }
 
 void lull_nursery_each_object(void (*fn)(uintptr_t obj, void *ctx), void *ctx)
 {
-    LULL_ASSERT(log_sorted);
-    for (size_t i = 0; i < log_n; i++)
-        for (uintptr_t p = log_[i].start; p < log_[i].end;) {
+    LULL_ASSERT(nursery_g.log_sorted);
+    for (size_t i = 0; i < nursery_g.log_n; i++)
+        for (uintptr_t p = nursery_g.log_[i].start; p < nursery_g.log_[i].end;) {
             uintptr_t h = *(uintptr_t *)p;
             if (!h) {
                 p += LULL_GRANULE;
@@ -318,7 +326,7 @@ static void each_slot_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, lull_visit_f
     if (lull_trace_slots_in(obj, lo, hi, fn, ctx))
         return;
     if (lull_mark_set_single(obj)) {
-        large_scanned = true;
+        nursery_g.large_scanned = true;
         lull_trace_slots(obj, fn, ctx);
     }
 }
@@ -331,13 +339,13 @@ static cement_slot *cement_lookup(uintptr_t obj, bool insert)
 {
     size_t i = (size_t)((obj >> LULL_GRANULE_SHIFT) * 0x9e3779b97f4a7c15ull >> 52) & (CEMENT_SLOTS - 1);
     for (unsigned probe = 0; probe < 32; probe++, i = (i + 1) & (CEMENT_SLOTS - 1)) {
-        if (cement[i].obj == obj)
-            return &cement[i];
-        if (!cement[i].obj) {
+        if (nursery_g.cement[i].obj == obj)
+            return &nursery_g.cement[i];
+        if (!nursery_g.cement[i].obj) {
             if (!insert)
                 return NULL;
-            cement[i] = (cement_slot){ obj, 0, 0 };
-            return &cement[i];
+            nursery_g.cement[i] = (cement_slot){ obj, 0, 0 };
+            return &nursery_g.cement[i];
         }
     }
     return NULL;      /* table crowded: no cementing for this object */
@@ -345,7 +353,7 @@ static cement_slot *cement_lookup(uintptr_t obj, bool insert)
 
 static bool is_cemented(uintptr_t obj)
 {
-    if (!ncemented)
+    if (!nursery_g.ncemented)
         return false;
     cement_slot *c = cement_lookup(obj, false);
     return c && c->cemented;
@@ -356,21 +364,21 @@ static bool is_cemented(uintptr_t obj)
  * chains valid); the gray stack, empty here, holds them meanwhile. */
 static void cement_new_cycle(void)
 {
-    if (!ncemented) {
-        memset(cement, 0, CEMENT_SLOTS * sizeof *cement);
+    if (!nursery_g.ncemented) {
+        memset(nursery_g.cement, 0, CEMENT_SLOTS * sizeof *nursery_g.cement);
         return;
     }
     size_t nk = 0;
     for (unsigned i = 0; i < CEMENT_SLOTS; i++)
-        if (cement[i].obj && cement[i].cemented)
-            gray[nk++] = cement[i].obj;
-    memset(cement, 0, CEMENT_SLOTS * sizeof *cement);
+        if (nursery_g.cement[i].obj && nursery_g.cement[i].cemented)
+            nursery_g.gray[nk++] = nursery_g.cement[i].obj;
+    memset(nursery_g.cement, 0, CEMENT_SLOTS * sizeof *nursery_g.cement);
     for (size_t i = 0; i < nk; i++) {
-        cement_slot *c = cement_lookup(gray[i], true);
+        cement_slot *c = cement_lookup(nursery_g.gray[i], true);
         if (c)
             c->cemented = 1;
     }
-    ncemented = (unsigned)nk;
+    nursery_g.ncemented = (unsigned)nk;
 }
 
 /* An old slot (major heap or large object) still points to nursery object
@@ -381,7 +389,7 @@ static void old_slot_to_young(uintptr_t *slot, uintptr_t obj)
     cement_slot *c = cement_lookup(obj, true);
     if (c && !c->cemented && ++c->count > LULL_CEMENT_THRESHOLD) {
         c->cemented = 1;
-        ncemented++;
+        nursery_g.ncemented++;
     }
     if (c && c->cemented)
         return;
@@ -394,9 +402,9 @@ static void old_slot_to_young(uintptr_t *slot, uintptr_t obj)
 
 static void push_gray(uintptr_t obj)
 {
-    if (gray_n == gray_cap)
-        lull_fatal("lull_collect", "minor collection: gray stack full (%zu entries)", gray_cap);
-    gray[gray_n++] = obj;
+    if (nursery_g.gray_n == nursery_g.gray_cap)
+        lull_fatal("lull_collect", "minor collection: gray stack full (%zu entries)", nursery_g.gray_cap);
+    nursery_g.gray[nursery_g.gray_n++] = obj;
 }
 
 static void pin(uintptr_t obj)
@@ -414,11 +422,11 @@ static void pin_candidate(uintptr_t v, void *ctx)
     (void)ctx;
     if (!lull_in_nursery(v))
         return;
-    if (npins < pins_cap) {
-        pins[npins++] = v;
+    if (nursery_g.npins < nursery_g.pins_cap) {
+        nursery_g.pins[nursery_g.npins++] = v;
     } else {
         /* Queue full: resolve this one at once (slower, same result). */
-        pins_overflowed = true;
+        nursery_g.pins_overflowed = true;
         uintptr_t obj = lull_nursery_find(v, true);
         if (obj)
             pin(obj);
@@ -434,12 +442,12 @@ static void pin_candidates(uintptr_t lo, uintptr_t hi, void *ctx)
  * pins[0, npins) are the pinned objects in address order. */
 static void resolve_pins(void)
 {
-    sort_addrs(pins, npins);
+    sort_addrs(nursery_g.pins, nursery_g.npins);
     size_t out = 0;
     uintptr_t last = 0, last_end = 0;
     const range *r = NULL;
-    for (size_t i = 0; i < npins; i++) {
-        uintptr_t a = pins[i];
+    for (size_t i = 0; i < nursery_g.npins; i++) {
+        uintptr_t a = nursery_g.pins[i];
         if (last && a >= last && a < last_end)
             continue;                    /* same object as the previous one */
         if (!r || a < r->start || a >= r->end)
@@ -452,9 +460,9 @@ static void resolve_pins(void)
         pin(obj);
         last = obj;
         last_end = obj + walk_size(obj, *(uintptr_t *)obj);
-        pins[out++] = obj;
+        nursery_g.pins[out++] = obj;
     }
-    npins = out;
+    nursery_g.npins = out;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -464,7 +472,7 @@ static void resolve_pins(void)
 static uintptr_t promote_alloc(size_t size, bool has_refs)
 {
     unsigned cls = lull_size_class(size);
-    lull_alloc_cache *c = &promo.c[has_refs][cls];
+    lull_alloc_cache *c = &nursery_g.promo.c[has_refs][cls];
     if (!c->head && !lull_major_refill(c, has_refs, cls))
         return 0;
     uintptr_t *p = c->head;
@@ -491,16 +499,16 @@ static uintptr_t forward(uintptr_t v)
     uintptr_t c = promote_alloc(size, refs);
     if (!c) {
         /* The major heap cannot grow: the object stays, pinned. */
-        if (npins < pins_cap)
-            pins[npins++] = v;
+        if (nursery_g.npins < nursery_g.pins_cap)
+            nursery_g.pins[nursery_g.npins++] = v;
         else
-            pins_overflowed = true;
+            nursery_g.pins_overflowed = true;
         pin(v);
         return v;
     }
     memcpy((void *)c, (void *)v, size);
     *hp = c | LULL_HDR_FORWARDED;
-    promoted += size;
+    nursery_g.promoted += size;
     if (refs)
         push_gray(c);
     return c;
@@ -531,8 +539,8 @@ static void forward_old_slot(void **slotp, void *ctx)
 
 static void drain(void)
 {
-    while (gray_n) {
-        uintptr_t obj = gray[--gray_n];
+    while (nursery_g.gray_n) {
+        uintptr_t obj = nursery_g.gray[--nursery_g.gray_n];
         lull_trace_slots(obj, lull_in_nursery(obj) ? forward_slot : forward_old_slot, NULL);
     }
 }
@@ -617,18 +625,18 @@ static void add_fragment(uintptr_t s, uintptr_t e)
         memset((void *)s, 0, e - s);
         return;
     }
-    if (nfrags == frags_cap)
+    if (nursery_g.nfrags == nursery_g.frags_cap)
         lull_fatal("lull_collect", "minor collection: fragment table full");
-    frags[nfrags++] = (range){ s, e };
+    nursery_g.frags[nursery_g.nfrags++] = (range){ s, e };
     if (lull_cfg.clear_nursery)
         memset((void *)s, POISON_BYTE, e - s);
 }
 
 static void log_add(uintptr_t s, uintptr_t e)
 {
-    if (log_n == log_cap)
+    if (nursery_g.log_n == nursery_g.log_cap)
         lull_fatal("lull_collect", "minor collection: nursery log full");
-    log_[log_n++] = (range){ s, e };
+    nursery_g.log_[nursery_g.log_n++] = (range){ s, e };
 }
 
 /* Pinned objects and TLAB tails stay; the rest becomes fragments. Pinned
@@ -639,10 +647,10 @@ static void rebuild(void)
 {
     /* Pinned objects and non-empty tails are disjoint ranges of the nursery,
      * at least a granule each: excls_cap entries always suffice. */
-    excl *ex = excls;
+    excl *ex = nursery_g.excls;
     size_t n = 0;
-    for (size_t i = 0; i < npins; i++) {
-        uintptr_t obj = pins[i];
+    for (size_t i = 0; i < nursery_g.npins; i++) {
+        uintptr_t obj = nursery_g.pins[i];
         uintptr_t *h = (uintptr_t *)obj;
         *h &= ~LULL_HDR_PINNED;
         ex[n++] = (excl){ obj, obj + lull_object_size(obj, lull_header_type(*h)), false };
@@ -661,8 +669,8 @@ static void rebuild(void)
     }
     sort_excl(ex, n);
 
-    nfrags = frag_cur = 0;
-    log_n = 0;
+    nursery_g.nfrags = nursery_g.frag_cur = 0;
+    nursery_g.log_n = 0;
     uintptr_t cursor = lull_nursery_start;
     size_t i = 0;
     while (i < n) {
@@ -672,7 +680,7 @@ static void rebuild(void)
             log_add(ex[i].start, ex[i].start);
             for (lull_thread *t = lull_threads_first(); t; t = t->next)
                 if (t->tlab_log != NO_LOG && (uintptr_t)t->tlab->next == ex[i].start)
-                    t->tlab_log = (uint32_t)(log_n - 1);
+                    t->tlab_log = (uint32_t)(nursery_g.log_n - 1);
             cursor = ex[i].end;   /* nothing else starts inside a tail */
             i++;
             continue;
@@ -690,7 +698,7 @@ static void rebuild(void)
         cursor = run_end;
     }
     add_fragment(cursor, lull_nursery_end);
-    log_sorted = true;
+    nursery_g.log_sorted = true;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -699,24 +707,24 @@ static void rebuild(void)
 
 uint64_t lull_nursery_collect(void)
 {
-    promoted = 0;
-    gray_n = npins = 0;
-    pins_overflowed = false;
-    large_scanned = false;
+    nursery_g.promoted = 0;
+    nursery_g.gray_n = nursery_g.npins = 0;
+    nursery_g.pins_overflowed = false;
+    nursery_g.large_scanned = false;
 
     /* The used part of every active TLAB is what its thread allocated. */
     for (lull_thread *t = lull_threads_first(); t; t = t->next)
         if (t->tlab_log != NO_LOG)
-            log_[t->tlab_log].end = (uintptr_t)t->tlab->next;
+            nursery_g.log_[t->tlab_log].end = (uintptr_t)t->tlab->next;
     sort_log();
     cement_new_cycle();
 
     /* 1. Pin: conservative roots, then the cemented objects. */
     lull_roots_scan_threads(pin_candidates, NULL);
     lull_roots_scan(pin_candidates, NULL, NULL);
-    for (unsigned k = 0; k < CEMENT_SLOTS && ncemented; k++)
-        if (cement[k].cemented && npins < pins_cap)
-            pins[npins++] = cement[k].obj;
+    for (unsigned k = 0; k < CEMENT_SLOTS && nursery_g.ncemented; k++)
+        if (nursery_g.cement[k].cemented && nursery_g.npins < nursery_g.pins_cap)
+            nursery_g.pins[nursery_g.npins++] = nursery_g.cement[k].obj;
     resolve_pins();
     if (lull_cfg.check_cards)
         lull_nursery_check_cards();
@@ -725,27 +733,27 @@ uint64_t lull_nursery_collect(void)
     lull_roots_scan(NULL, forward_slot, NULL);
     scan_cards();
     drain();
-    if (large_scanned)
+    if (nursery_g.large_scanned)
         for (uint32_t i = 0; i < lull_frontier(); i++)
             if (lull_heap_g.blocks[i].state == LULL_BLOCK_LARGE_HEAD)
                 lull_mark_clear_blocks(i, 1);
 
     /* 3. Promotion failures pinned objects after resolve_pins: sort again. */
-    sort_addrs(pins, npins);
+    sort_addrs(nursery_g.pins, nursery_g.npins);
     size_t u = 0;
-    for (size_t i = 0; i < npins; i++)
-        if (!u || pins[i] != pins[u - 1])
-            pins[u++] = pins[i];
-    npins = u;
-    if (pins_overflowed)
-        lull_fatal("lull_collect", "minor collection: more than %zu pinned objects", pins_cap);
+    for (size_t i = 0; i < nursery_g.npins; i++)
+        if (!u || nursery_g.pins[i] != nursery_g.pins[u - 1])
+            nursery_g.pins[u++] = nursery_g.pins[i];
+    nursery_g.npins = u;
+    if (nursery_g.pins_overflowed)
+        lull_fatal("lull_collect", "minor collection: more than %zu pinned objects", nursery_g.pins_cap);
 
     /* 4. The nursery: pinned objects stay, the rest is free. */
     rebuild();
-    lull_policy_note_unused(lull_major_drop_caches(&promo));
+    lull_policy_note_unused(lull_major_drop_caches(&nursery_g.promo));
     if (lull_cfg.verify_nursery)
         lull_nursery_verify();
-    return promoted;
+    return nursery_g.promoted;
 }
 
 /* A survivor the major did not mark is dead (it stayed only because it was
@@ -765,9 +773,9 @@ uint64_t lull_nursery_after_major(void)
 {
     uint64_t live = 0;
     lull_nursery_each_object(clear_if_dead, &live);
-    lull_mark_clear_blocks(first_block, nblocks);
-    memset(cement, 0, CEMENT_SLOTS * sizeof *cement);
-    ncemented = 0;
+    lull_mark_clear_blocks(nursery_g.first_block, nursery_g.nblocks);
+    memset(nursery_g.cement, 0, CEMENT_SLOTS * sizeof *nursery_g.cement);
+    nursery_g.ncemented = 0;
     return live;
 }
 
@@ -842,15 +850,15 @@ void lull_nursery_verify(void)
 {
     /* The log: sorted, disjoint, inside the nursery, and every thread's
      * TLAB entry ends at its allocation pointer. */
-    for (size_t i = 0; i < log_n; i++) {
-        const range *r = &log_[i];
+    for (size_t i = 0; i < nursery_g.log_n; i++) {
+        const range *r = &nursery_g.log_[i];
         if (r->end < r->start || r->start < lull_nursery_start || r->end > lull_nursery_end ||
-            (i && r->start < log_[i - 1].end))
+            (i && r->start < nursery_g.log_[i - 1].end))
             lull_fatal("verify-nursery", "nursery log entry %zu [%p, %p) is inverted, outside the nursery "
                        "or overlaps the one before", i, (void *)r->start, (void *)r->end);
     }
     for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        if (t->tlab_log != NO_LOG && (t->tlab_log >= log_n || log_[t->tlab_log].start != (uintptr_t)t->tlab->next))
+        if (t->tlab_log != NO_LOG && (t->tlab_log >= nursery_g.log_n || nursery_g.log_[t->tlab_log].start != (uintptr_t)t->tlab->next))
             lull_fatal("verify-nursery", "thread %p: its TLAB at %p has no nursery log entry", (void *)t,
                        (void *)t->tlab->next);
     lull_trace_old_objects(true, false, verify_object, NULL);
