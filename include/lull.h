@@ -94,7 +94,9 @@ void  *lull_alloc_array(const lull_type *type, size_t length);
 /* Like lull_alloc, but the object never moves. */
 void  *lull_alloc_pinned(const lull_type *type);
 
-/* The length stored in an array object's header. */
+/* The length stored in an array object's header. `array` must be the
+ * start of an array object: NULL, a non-heap address or an interior
+ * pointer aborts with a message naming the function. */
 size_t lull_array_length(const void *array);
 
 /* Internal: the inline allocation fast path. Not part of the API.
@@ -148,7 +150,10 @@ static inline void *lull__alloc_inline(const lull_type *type, size_t length, int
 #define lull_alloc(type) lull__alloc_inline((type), 0, 0)
 #define lull_alloc_array(type, length) lull__alloc_inline((type), (length), 1)
 
-/* The type an object was allocated with. */
+/* The type an object was allocated with. `obj` must be the start of an
+ * object (NULL, a non-heap address or an interior pointer aborts; an
+ * interior pointer into a young object is recognised by its first word not
+ * being a type, so types must not themselves live in the lull heap). */
 const lull_type *lull_type_of(const void *obj);
 
 /* ------------------------------------------------------------------------ */

@@ -224,6 +224,42 @@ static void pinned_after_shutdown(void)
 }
 
 static void type_of_null(void)      { init_child(); (void)lull_type_of(NULL); }
+
+/* Interior pointers: into a young node (its id field, and its next field
+ * holding a heap address), into an old pinned node, into an array. */
+static void *interior_target;
+static void type_of_interior_young(void)
+{
+    init_child();
+    struct tnode *n = tnode_new(0x48);
+    LULL_SET(n, next, tnode_new(2));
+    interior_target = &n->next;
+    (void)lull_type_of(interior_target);
+}
+static void type_of_interior_young_id(void)
+{
+    init_child();
+    struct tnode *n = tnode_new(0x48);
+    interior_target = (char *)n + 16;
+    (void)lull_type_of(interior_target);
+}
+static void type_of_interior_old(void)
+{
+    init_child();
+    struct tnode *n = lull_alloc_pinned(&tnode_type);
+    CHECK(n != NULL, "lull_alloc_pinned");
+    tnode_fill(n, 7);
+    interior_target = (char *)n + 16;
+    (void)lull_type_of(interior_target);
+}
+static void length_of_interior(void)
+{
+    init_child();
+    struct refs *r = lull_alloc_array(&refs_type, 4000);   /* large: its own blocks */
+    CHECK(r != NULL, "lull_alloc_array");
+    interior_target = &r->a.length;
+    (void)lull_array_length(interior_target);
+}
 static void length_of_null(void)    { init_child(); (void)lull_array_length(NULL); }
 
 static void type_of_after_shutdown(void)
@@ -460,6 +496,14 @@ int main(void)
     expect_abort("lull_type_of(NULL)", type_of_null, "lull_type_of", "(nil) is not a heap object");
     expect_abort("lull_type_of on a non-heap pointer", type_of_non_heap, "lull_type_of",
                  "%p is not a heap object");
+    expect_abort("lull_type_of(young interior: next)", type_of_interior_young, "lull_type_of",
+                 "%p is not the start of a heap object (an interior pointer?)");
+    expect_abort("lull_type_of(young interior: id)", type_of_interior_young_id, "lull_type_of",
+                 "%p is not the start of a heap object (an interior pointer?)");
+    expect_abort("lull_type_of(old interior)", type_of_interior_old, "lull_type_of",
+                 "%p is not the start of a heap object (an interior pointer?)");
+    expect_abort("lull_array_length(interior)", length_of_interior, "lull_array_length",
+                 "%p is not the start of a heap object (an interior pointer?)");
     expect_abort("lull_array_length(NULL)", length_of_null, "lull_array_length",
                  "(nil) is not a heap object");
     expect_abort("lull_array_length on a non-array", length_of_non_array, "lull_array_length",
