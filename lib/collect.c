@@ -41,7 +41,7 @@
  * a busy process). Kernel and libc treat both the same otherwise (a futex). */
 static sem_t gc_lock;
 static pthread_once_t gc_lock_once = PTHREAD_ONCE_INIT;
-static uint64_t ncollections;
+static uint64_t ncollections;        /* gc lock */
 
 static void gc_lock_init(void)
 {

@@ -783,11 +783,12 @@ uint64_t lull_nursery_after_major(void)
 /* LULL_GC_DEBUG checks                                                     */
 /* ------------------------------------------------------------------------ */
 
-static uintptr_t checking;
+/* The checks' visitors get the object whose slots they check as their
+ * context (0: a root). */
 
 static void check_card_slot(void **slotp, void *ctx)
 {
-    (void)ctx;
+    uintptr_t checking = (uintptr_t)ctx;
     uintptr_t *slot = (uintptr_t *)slotp, v = *slot;
     if (!lull_in_nursery(v))
         return;
@@ -810,8 +811,7 @@ static void check_card_slot(void **slotp, void *ctx)
 static void check_cards_object(uintptr_t obj, void *ctx)
 {
     (void)ctx;
-    checking = obj;
-    lull_trace_slots(obj, check_card_slot, NULL);
+    lull_trace_slots(obj, check_card_slot, (void *)obj);
 }
 
 void lull_nursery_check_cards(void)
@@ -821,7 +821,7 @@ void lull_nursery_check_cards(void)
 
 static void verify_slot(void **slotp, void *ctx)
 {
-    (void)ctx;
+    uintptr_t checking = (uintptr_t)ctx;
     uintptr_t *slot = (uintptr_t *)slotp, v = *slot;
     if (!lull_in_nursery(v))
         return;
@@ -836,14 +836,13 @@ static void verify_slot(void **slotp, void *ctx)
 static void verify_object(uintptr_t obj, void *ctx)
 {
     (void)ctx;
-    checking = obj;
-    lull_trace_slots(obj, verify_slot, NULL);
+    lull_trace_slots(obj, verify_slot, (void *)obj);
 }
 
 static void verify_root(void **slot, void *ctx)
 {
-    checking = 0;
-    verify_slot(slot, ctx);
+    (void)ctx;
+    verify_slot(slot, NULL);
 }
 
 void lull_nursery_verify(void)

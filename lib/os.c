@@ -7,6 +7,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* LULL_GC_DEBUG=fail-mmap: fail_every is set by lull_init; request_count
+ * is bumped by whichever thread asks the OS for memory (atomically). */
 static atomic_uint fail_every;
 static atomic_uint request_count;
 

@@ -11,6 +11,10 @@
 
 #include "util.h"
 
+/* Global state of the stop-the-world protocol. The stopper (gc lock held)
+ * writes world_epoch; stopped threads' handlers read it and count acks;
+ * the signals and the previous handlers are written by install/uninstall
+ * (lull_init/lull_shutdown, under the init lock) only. */
 static atomic_ulong world_epoch;     /* even: running; odd: stopped */
 /* Acknowledgements, counted; the stopper sleeps on it as a futex. */
 static atomic_uint acks;

@@ -12,6 +12,8 @@
 
 __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
 
+/* The thread registry: written with the gc lock held (attach, detach,
+ * the exit destructor), read by the stopper with the world stopped. */
 static lull_thread *registry;
 static unsigned registry_count;
 static uint64_t allocated_by_detached;   /* gc lock */

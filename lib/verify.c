@@ -4,11 +4,11 @@
 #include "trace.h"
 #include "util.h"
 
-static uintptr_t checking;   /* the object whose references are checked */
 
+/* ctx: the object whose references are checked. */
 static void check_ref(void **slot, void *ctx)
 {
-    (void)ctx;
+    uintptr_t checking = (uintptr_t)ctx;
     uintptr_t v = (uintptr_t)*slot;
     if (!v)
         return;
@@ -52,8 +52,7 @@ static void verify_object(uintptr_t obj, void *ctx)
             lull_fatal("verify", "object %p (type %s): array length %zu does not fit its %zu bytes",
                        (void *)obj, t->name ? t->name : "?", n, room);
     }
-    checking = obj;
-    lull_trace_slots(obj, check_ref, NULL);
+    lull_trace_slots(obj, check_ref, (void *)obj);
 }
 
 void lull_verify_marked(void)
