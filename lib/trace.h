@@ -10,13 +10,12 @@
  *
  * The worklist. Each tracer owns a private grey stack: a chain of sections
  * of mmap'ed memory (never malloc: a stopped thread may hold malloc's
- * lock). Sections come from and go back to one lock-free pool of free
- * sections. When several tracers work at once (mark.c), a tracer hands a
- * full section, or half of its current one when another tracer is idle, to
- * the shared pool of grey sections, from which idle tracers steal. Only the
- * owner touches its private chain; the two pools are Concurrency Kit
- * stacks (multi-producer, multi-consumer) with the hand-offs annotated for
- * ThreadSanitizer (tsan.h).
+ * lock). Sections come from and go back to one pool of free sections.
+ * When several tracers work at once (mark.c), a tracer hands a full
+ * section, or half of its current one when another tracer is idle, to the
+ * shared pool of grey sections, from which idle tracers steal. Only the
+ * owner touches its private chain; the two pools are lists under a mutex
+ * (trace.c says why not a lock-free stack), touched once per section.
  *
  * If no section can be had, an object is left marked but unscanned and the
  * shared overflow flag is set; the mark then rescans every marked object
@@ -27,7 +26,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-
 
 #include "heap.h"
 
