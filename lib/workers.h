@@ -10,7 +10,8 @@
  *
  * fork(): the forking thread holds the gc lock (init.c), so no job runs and
  * every worker is parked; the parent's workers stay parked and carry on.
- * The child has none of those threads: it starts its own set. */
+ * The child has none of those threads: it starts its own set (except
+ * under AddressSanitizer: workers.c says why). */
 #ifndef LULL_WORKERS_H
 #define LULL_WORKERS_H
 
