@@ -135,9 +135,11 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
 static void debug_collect_every(void)
 {
     unsigned long n = atomic_fetch_add_explicit(&debug_alloc_count, 1, memory_order_relaxed) + 1;
-    if (n % lull_cfg.collect_every == 0) {
+    const char *reason = "";
+    int gen = lull_policy_decide(LULL_POLICY_DEBUG_TICK, n, &reason);   /* no lock needed: see policy.h */
+    if (gen >= 0) {
         lull_gc_lock();
-        collect_if(LULL_POLICY_DEBUG_TICK, n);
+        lull_collect_locked(gen, reason);
         lull_gc_unlock();
     }
 }

@@ -119,14 +119,11 @@ static void visit_planted(void **slotp, void *ctx)
     visit(slotp, ctx);
 }
 
-/* Make a grey object black: grey its children. An object without a type
- * is a free slot a dangling reference led to (a program error: references
- * must point to live objects): nothing to scan, and LULL_GC_DEBUG=verify
- * then names the object that holds the reference. */
+/* Make a grey object black: grey its children. (A free slot a dangling
+ * reference led to has no type and so no slots: lull_trace_slots; then
+ * LULL_GC_DEBUG=verify names the object that holds the reference.) */
 static inline void scan_object(lull_tracer *tr, uintptr_t obj)
 {
-    if (LULL_UNLIKELY(!lull_header_type(__atomic_load_n((uintptr_t *)obj, __ATOMIC_RELAXED))))
-        return;
     if (LULL_UNLIKELY(mark_g.plant))
         lull_trace_slots(obj, visit_planted, tr);
     else

@@ -34,7 +34,9 @@ typedef enum {
 } lull_policy_event;
 
 /* What to collect at `ev`: LULL_GEN_NURSERY, LULL_GEN_MAJOR, or -1 for
- * nothing; *reason (when a collection is due) names why, for the log. */
+ * nothing; *reason (when a collection is due) names why, for the log.
+ * LULL_POLICY_DEBUG_TICK reads no policy state and may be asked without
+ * the gc lock (allocation asks it on every allocation). */
 int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **reason);
 
 /* Accounting of the major heap's allowance (gc lock held). */

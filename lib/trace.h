@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "heap.h"
+#include "util.h"
 
 /* ---- visiting slots ---- */
 
@@ -35,11 +36,14 @@ typedef void (*lull_object_fn)(uintptr_t obj, void *ctx);
 typedef void (*lull_word_fn)(uintptr_t word, void *ctx);
 
 /* Call fn(slot, ctx) on every reference slot of obj (through the type's
- * trace function when it has one). */
+ * trace function when it has one). A word without a type (a free slot, or
+ * zeroed nursery space, reached through a dangling reference) has none. */
 static inline void lull_trace_slots(uintptr_t obj, lull_visit_fn fn, void *ctx)
 {
     uintptr_t *w = (uintptr_t *)obj;
     const lull_type *t = lull_header_type(w[0]);
+    if (LULL_UNLIKELY(!t))
+        return;
     if (t->trace) {
         t->trace((void *)obj, fn, ctx);
         return;
