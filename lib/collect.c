@@ -17,6 +17,7 @@
 #include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "heap.h"
 #include "mark.h"
@@ -106,6 +107,19 @@ void lull_collect_locked(int generation, const char *reason)
     bool major = generation == LULL_GEN_MAJOR;
     uint64_t t0 = lull_now_ns();
 
+    /* This thread's roots are its registers and stack as they are here, on
+     * entry, like a stopped thread's at its suspend point: `entry` holds the
+     * registers, and the scan starts at it. The collector's own frames
+     * below are not roots: they hold addresses from the work of this very
+     * pause (the minor before a major copies and scans objects, then the
+     * frames of the root scan reuse that memory), and a word left in one
+     * kept a dead object and all it reaches alive. */
+    ucontext_t entry;
+    if (self) {
+        lull_capture_registers(&entry);
+        lull_stw_record_roots(self, (uintptr_t)&entry);
+    }
+
     /* Stop: afterwards every other attached thread sits in the suspend
      * handler with its live stack range recorded, outside any critical
      * region. */
@@ -161,6 +175,7 @@ void lull_collect_locked(int generation, const char *reason)
      * can allocate from them. */
     lull_space_release_pending();
     clear_stack_below();
+    __asm__ __volatile__("" : : "r"(&entry) : "memory");   /* `entry` lives until here */
 
     enum lull_pause_kind kind = major ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
     lull_stats_record_pause(kind, pause);

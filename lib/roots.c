@@ -4,7 +4,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ucontext.h>
 
 #include "collect.h"
 #include "threads.h"
@@ -96,25 +95,11 @@ void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise, void *ctx
     }
 }
 
-/* The calling thread's own stack: its registers are spilled into `uc`,
- * which lies inside the range scanned. */
-__attribute__((noinline)) static void scan_own_stack(lull_thread *self, lull_range_fn fn, void *ctx)
-{
-    ucontext_t uc;
-    lull_capture_registers(&uc);
-    __asm__ __volatile__("" : : "r"(&uc) : "memory");
-    /* uc lies below this frame's frame address: scan from uc itself. */
-    fn((uintptr_t)&uc, self->stack_hi, ctx);
-}
-
 void lull_roots_scan_threads(lull_range_fn fn, void *ctx)
 {
-    lull_thread *self = lull_thread_self;
+    /* Every thread's roots were recorded where it stopped; the collecting
+     * thread's, where it entered the collection (collect.c). */
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
-        if (t == self) {
-            scan_own_stack(t, fn, ctx);
-            continue;
-        }
         fn(t->stop_sp, t->stack_hi, ctx);
         if (t->alt_hi)
             fn(t->alt_lo, t->alt_hi, ctx);

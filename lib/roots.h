@@ -16,7 +16,8 @@ typedef void (*lull_slot_fn)(void **slot, void *ctx);
  * passed on (the tracer, for the mark). Reads the registry only: several
  * threads may scan at once while the world is stopped. */
 void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise, void *ctx);
-/* The stack (and registers) of every attached thread, the caller's too. */
+/* The stack (and registers) of every attached thread, the caller's too,
+ * from where lull_stw_record_roots says each one begins. */
 void lull_roots_scan_threads(lull_range_fn fn, void *ctx);
 
 #endif

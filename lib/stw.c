@@ -40,15 +40,11 @@ static void futex_wake(atomic_uint *word, int n)
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/* The body shared by the signal handler and a thread leaving a critical
- * region. `frame` is the lowest address of the thread's live stack: every
- * frame above it, including the signal frame with the saved registers (or
- * the getcontext buffer of the self-suspend path), is scanned. */
-static void suspend_here(lull_thread *t, uintptr_t frame)
+/* Record where the roots of thread t are: its stack from `frame` (the
+ * lowest live address, with its registers saved at or above it) up, and
+ * the alternate signal stack it runs on, if any. */
+void lull_stw_record_roots(lull_thread *t, uintptr_t frame)
 {
-    unsigned long e = atomic_load_explicit(&world_epoch, memory_order_acquire);
-    if (!(e & 1) || atomic_load_explicit(&t->suspended_epoch, memory_order_relaxed) == e)
-        return;
     t->stop_sp = frame;
     t->alt_lo = t->alt_hi = 0;
     if (frame < t->stack_lo || frame >= t->stack_hi) {
@@ -62,6 +58,18 @@ static void suspend_here(lull_thread *t, uintptr_t frame)
         }
         t->stop_sp = t->stack_lo;
     }
+}
+
+/* The body shared by the signal handler and a thread leaving a critical
+ * region. `frame` is the lowest address of the thread's live stack: every
+ * frame above it, including the signal frame with the saved registers (or
+ * the getcontext buffer of the self-suspend path), is scanned. */
+static void suspend_here(lull_thread *t, uintptr_t frame)
+{
+    unsigned long e = atomic_load_explicit(&world_epoch, memory_order_acquire);
+    if (!(e & 1) || atomic_load_explicit(&t->suspended_epoch, memory_order_relaxed) == e)
+        return;
+    lull_stw_record_roots(t, frame);
     atomic_store_explicit(&t->suspended_epoch, e, memory_order_release);
     atomic_fetch_add_explicit(&acks, 1, memory_order_release);
     futex_wake(&acks, 1);

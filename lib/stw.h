@@ -26,5 +26,10 @@ void lull_stw_uninstall(void);
 /* Stop every attached thread but `self` (which may be NULL). */
 void lull_stw_stop(lull_thread *self);
 void lull_stw_restart(lull_thread *self);
+/* Record where thread t's roots begin: `frame` is the lowest address of its
+ * live stack, with its registers saved at or above it (a signal frame, or a
+ * getcontext buffer). Called for every stopped thread by its suspend
+ * handler, and by the thread that collects as it enters the collection. */
+void lull_stw_record_roots(lull_thread *t, uintptr_t frame);
 
 #endif

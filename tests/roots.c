@@ -11,7 +11,9 @@
  *    array, holding start and interior pointers;
  *  - precise roots (lull_root_add_refs);
  *  - after lull_root_remove the objects are collected (live_bytes_after_major
- *    and heap_bytes fall) even though the table still holds their addresses.
+ *    and heap_bytes fall) even though the table still holds their addresses;
+ *  - the collecting thread's own frames are not roots: what the minor at
+ *    the start of a major touched does not survive the major.
  *
  * Survival is checked by checksums after several collections interleaved
  * with allocation of the same size (LULL_GC_DEBUG=poison is set when the
@@ -308,6 +310,47 @@ static NOINLINE void test_remove(bool precise_kind)
 
 /* ---------------------------------------------------------------------- */
 
+/* The collector's own frames are not roots. A major starts with a minor,
+ * and that minor scans every old object with a dirty card, reachable or
+ * not (cards are its roots): its frames hold the address of such an
+ * object and of what it copies for it. The collecting thread's stack was
+ * scanned from deep inside the collection, over those frames' memory, and
+ * a word left there kept the dead object alive (with its 512 KiB and all
+ * it references). Its roots now start where it entered the collection. */
+#define DEAD_REFS 65536   /* 512 KiB: a large object */
+
+static NOINLINE void make_dead_array_with_cards(void)
+{
+    struct refs *a = lull_alloc_array(&refs_type, DEAD_REFS);
+    CHECK(a != NULL, "allocating an array of %d references failed", DEAD_REFS);
+    for (size_t i = 0; i < DEAD_REFS; i += 64) {
+        struct blob *b = lull_alloc(&blob_type);
+        CHECK(b != NULL, "allocation failed");
+        blob_fill(b, i);
+        lull_store(a, &a->item[i], b);   /* a nursery object in an old one: a dirty card */
+    }
+}
+
+static NOINLINE void test_collector_frames(void)
+{
+    for (int round = 0; round < 8; round++) {
+        clobber_stack();
+        lull_collect(LULL_GEN_MAJOR);
+        uint64_t base = get_stats().live_bytes_after_major;
+        make_dead_array_with_cards();
+        clobber_stack();
+        lull_collect(LULL_GEN_MAJOR);
+        uint64_t live = get_stats().live_bytes_after_major;
+        CHECK(live < base + DEAD_REFS * sizeof(void *),
+              "round %d: an unreachable array of %zu bytes whose cards were dirty survived a major "
+              "(live_bytes_after_major %" PRIu64 " before it was allocated, %" PRIu64 " after): "
+              "the collecting thread's own frames were scanned as roots", round,
+              DEAD_REFS * sizeof(void *), base, live);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+
 static NOINLINE void test_root_api(void)
 {
     static void *range[4];
@@ -336,6 +379,7 @@ int main(void)
     test_precise();
     test_remove(false);
     test_remove(true);
+    test_collector_frames();
 
     lull_shutdown();
     printf("roots: ok\n");
