@@ -18,7 +18,8 @@
  * impossible sizes must fail the same way, the heap must hold no more than
  * the limit, every object it holds must be intact; it drops a random half
  * and goes on. At the end, with every pool dropped, the whole heap must be
- * usable again: small objects worth at least half the limit fit, and after
+ * usable again: small objects worth three quarters of the limit fit (the
+ * nursery takes an eighth), and after
  * dropping those, one large object of a quarter of the limit.
  *
  * What it proves: ENOMEM is reported cleanly (never a crash, never another
@@ -29,6 +30,7 @@
 #include "stress_common.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 
 #define MAX_THREADS 16
 #define POOL 16384                   /* enough small objects to fill the limit */
@@ -159,6 +161,12 @@ static void *mutator_main(void *arg)
     struct mut *m = arg;
     if (lull_thread_attach() != 0)
         stress_fail("thread %u: lull_thread_attach failed", m->idx);
+    /* The pool is allocated here, not by main: a word of main's stack
+     * left over from allocating it would keep it (and whatever it holds
+     * at the end) alive through the final fill. */
+    m->pool = lull_alloc_array(&refs_type, POOL);
+    if (!m->pool)
+        stress_fail("allocating pool %u: %s", m->idx, strerror(errno));
     while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
         unsigned c = (unsigned)stress_below(&m->rng, 100);
         enum kind k = c < 60 ? K_SMALL : c < 80 ? (m->squeeze < 2 ? K_MEDIUM : K_SMALL)
@@ -224,9 +232,20 @@ static void final_fill(void)
     size_t bytes = n * 4096;
     if (n == cap)
         stress_fail("final fill: %zu objects of 4 KiB (%zu bytes) fit under max-heap-size %zu", n, bytes, max_heap);
-    if (bytes < max_heap / 2)
+    if (bytes < max_heap / 4 * 3) {
+        /* What was in the way: live (kept) or not (lost to the heap). */
+        lull_stats at;
+        lull_get_stats(&at);
+        memset(fill, 0, cap * sizeof *fill);
+        lull_collect(LULL_GEN_MAJOR);
+        lull_stats after;
+        lull_get_stats(&after);
         stress_fail("final fill: with every pool dropped only %zu objects of 4 KiB (%zu bytes) fit under "
-                    "max-heap-size %zu: less than half of it is usable", n, bytes, max_heap);
+                    "max-heap-size %zu: less than three quarters of it is usable (heap %.1f MiB; with the fill dropped "
+                    "too, a major finds %.1f MiB live in a heap of %.1f MiB)", n, bytes, max_heap,
+                    at.heap_bytes / 1048576.0, after.live_bytes_after_major / 1048576.0,
+                    after.heap_bytes / 1048576.0);
+    }
     for (size_t i = 0; i < n; i++)
         STRESS_CHECK((struct sobj *)fill[i], make_id(0xff, K_MEDIUM, i + 1), "final fill, object %zu", i);
     memset(fill, 0, cap * sizeof *fill);
@@ -279,22 +298,49 @@ static int own_option(const char *arg, const char *val)
     return 0;
 }
 
-/* After the mutators ended: their pools checked and dropped, then the
- * final fill (on a thread of its own: see main). */
-static void *final_phase(void *arg)
+/* After the mutators ended: their pools checked and dropped (one thread),
+ * then the final fill (another): see main. */
+static void *check_phase(void *arg)
 {
     (void)arg;
     if (lull_thread_attach() != 0)
-        stress_fail("final phase: lull_thread_attach failed");
+        stress_fail("final checks: lull_thread_attach failed");
     for (unsigned t = 0; t < nthreads; t++) {
         struct mut *m = &muts[t];
         check_pool(m, "after the threads ended");
         m->pool = NULL;
         lull_root_remove((void **)&m->pool);
     }
+    lull_thread_detach();
+    return NULL;
+}
+
+static void *fill_phase(void *arg)
+{
+    (void)arg;
+    if (lull_thread_attach() != 0)
+        stress_fail("final fill: lull_thread_attach failed");
     final_fill();
     lull_thread_detach();
     return NULL;
+}
+
+/* Run fn on a new thread whose stack is new memory (zero pages), not a
+ * stack glibc kept from an exited thread: see main. */
+static void run_on_fresh_thread(void *(*fn)(void *))
+{
+    const size_t size = 8u << 20;
+    void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED)
+        stress_fail("mmap of a thread stack failed: %s", strerror(errno));
+    pthread_attr_t attr;
+    pthread_t t;
+    if (pthread_attr_init(&attr) != 0 || pthread_attr_setstack(&attr, stack, size) != 0 ||
+        pthread_create(&t, &attr, fn, NULL) != 0)
+        stress_fail("pthread_create on a fresh stack failed");
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&attr);
+    munmap(stack, size);
 }
 
 int main(int argc, char **argv)
@@ -327,9 +373,6 @@ int main(int argc, char **argv)
         m->rng = stress_rng_for(t + 1);
         if ((rc = lull_root_add_refs((void **)&m->pool, 1)) != 0)
             stress_fail("lull_root_add_refs: %s", strerror(-rc));
-        m->pool = lull_alloc_array(&refs_type, POOL);
-        if (!m->pool)
-            stress_fail("allocating pool %u: %s", t, strerror(errno));
         for (unsigned i = 0; i < POOL; i++)
             m->free_slot[i] = POOL - 1 - i;
         m->nfree = POOL;
@@ -371,17 +414,23 @@ int main(int argc, char **argv)
     if (verified == 0 || dropped == 0)
         stress_fail("too little happened: %" PRIu64 " objects verified, %" PRIu64 " dropped (%" PRIu64 " ENOMEM)",
                     verified, dropped, total_enomem);
-    /* The pools are checked and dropped, and the heap filled, on a fresh
-     * thread: a conservative collector keeps what a stale stack word points
-     * to, and the main thread's stack (scanned while it waits in
-     * pthread_join) would keep such words from walking the pools. Under
-     * AddressSanitizer, whose frames leave slots unwritten, one kept a pool
-     * and the blocks its objects are scattered over: half the heap could
-     * not be filled (about one run in five). */
-    pthread_t fresh;
-    if (pthread_create(&fresh, NULL, final_phase, NULL) != 0)
-        stress_fail("pthread_create failed");
-    pthread_join(fresh, NULL);
+    /* The final fill must find the heap empty, but a conservative
+     * collector keeps what a stale stack word points to: one pool kept
+     * alive keeps its last objects, scattered over enough blocks to leave
+     * less than half the heap usable. So no attached stack scanned during
+     * the fill may hold such words. The fill runs on a thread of its own
+     * that never saw a pool, on a stack of fresh memory: glibc hands a new
+     * thread the cached stack of an exited one, and under AddressSanitizer
+     * the redzones in the new thread's frames are never written, so they
+     * kept the old mutator's pool pointers (one run in five failed until
+     * this, the pool of the thread whose stack was reused was live). The
+     * pools are checked and dropped on another thread before it, and main
+     * (whose stack holds words from its forced collections) is detached
+     * meanwhile. The mutators allocate their own pools, so main never
+     * held one. */
+    lull_thread_detach();
+    run_on_fresh_thread(check_phase);
+    run_on_fresh_thread(fill_phase);
     double elapsed = stress_now() - t0;
 
     lull_stats s;
