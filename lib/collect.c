@@ -189,16 +189,18 @@ void lull_collect_locked(int generation, const char *reason)
         if (major) {
             uint64_t marked, by_stopper;
             lull_mark_last_work(&marked, &by_stopper);
-            fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB, live %.1f MiB, "
-                    "heap %.1f MiB, scanned %llu objects (%llu by workers)%s\n",
+            fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
+                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s\n",
                     (unsigned long long)ncollections, reason, (double)pause / 1e6,
-                    (double)promoted / 1024.0, (double)live / 1048576.0,
+                    (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0,
+                    (double)live / 1048576.0,
                     (double)lull_heap_bytes_held() / 1048576.0, (unsigned long long)marked,
                     (unsigned long long)(marked - by_stopper),
                     lull_mark_overflows() ? " (mark stack overflowed)" : "");
         } else
-            fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB\n",
-                    (unsigned long long)ncollections, reason, (double)pause / 1e6, (double)promoted / 1024.0);
+            fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
+                    "workers)\n", (unsigned long long)ncollections, reason, (double)pause / 1e6,
+                    (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0);
     }
 }
 

@@ -2,7 +2,6 @@
  * (mark.h describes the design). */
 #include "mark.h"
 
-#include <sched.h>
 #include <string.h>
 
 #include "collect.h"
@@ -159,39 +158,10 @@ static void drain_local(lull_tracer *tr)
     }
 }
 
-/* One marker's part of a parallel drain. Returns once no marker holds a
- * grey object and the shared pool is empty.
- *
- * Termination: `active` counts markers that may still push. A marker with
- * nothing to pop leaves `active` and waits; it rejoins (active first, then
- * steal) whenever the shared pool is non-empty. Only an active marker
- * publishes, so once a waiting marker sees active == 0 and then an empty
- * pool, nothing can ever be published again: every grey object has been
- * blackened. A marker may see that while another one that has just
- * rejoined still works; that one ends the same way, and the drain is over
- * when the last marker returns (workers_run waits for all). */
-static void drain_shared(lull_tracer *tr)
+static void drain_local_job(lull_tracer *tr, void *arg)
 {
-    for (;;) {
-        drain_local(tr);
-        lull_trace_note_idle(1);
-        atomic_fetch_sub(&mark_g.active, 1);
-        for (unsigned spins = 0;; spins++) {
-            if (lull_trace_shared_nonempty()) {
-                atomic_fetch_add(&mark_g.active, 1);
-                lull_trace_note_idle(-1);
-                break;
-            }
-            if (atomic_load(&mark_g.active) == 0 && !lull_trace_shared_nonempty()) {
-                lull_trace_note_idle(-1);
-                return;
-            }
-            if (spins < 64)
-                lull_cpu_relax();
-            else
-                sched_yield();
-        }
-    }
+    (void)arg;
+    drain_local(tr);
 }
 
 static void mark_job(lull_tracer *tr, void *arg)
@@ -199,7 +169,7 @@ static void mark_job(lull_tracer *tr, void *arg)
     (void)arg;
     uint64_t before = tr->scanned;
     tr->share = true;
-    drain_shared(tr);
+    lull_tracer_drain_shared(tr, &mark_g.active, drain_local_job, NULL);
     tr->share = false;
     LULL_ASSERT(lull_tracer_empty(tr));
     atomic_fetch_add(&mark_g.scanned, tr->scanned - before);

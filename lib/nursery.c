@@ -3,6 +3,8 @@
 #include "nursery.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
 #include "threads.h"
 #include "trace.h"
 #include "util.h"
+#include "workers.h"
 
 #define LULL_BLOCK_NURSERY_CARDS (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
 /* Free space smaller than this between pinned objects is not worth a
@@ -35,12 +38,31 @@ typedef struct excl {
     bool      tail;      /* a thread's TLAB tail (else a pinned object) */
 } excl;
 
-/* Cementing: open addressing on the object address. `count` is per minor. */
+/* Cementing: open addressing on the object address. `count` is per minor.
+ * Tracers that copy in parallel insert and count with atomics. */
 typedef struct cement_slot {
-    uintptr_t obj;
-    uint32_t  count;
-    uint32_t  cemented;
+    _Atomic uintptr_t obj;
+    atomic_uint       count;
+    atomic_uint       cemented;
 } cement_slot;
+
+/* A block of the copying phase's work list: a SMALL block with references
+ * (its size class) or one block of a large object with references (the
+ * object's address). */
+typedef struct card_work {
+    uint32_t  block;
+    uint32_t  size_class;     /* SMALL; UINT32_MAX for a large object */
+    uintptr_t large;
+} card_work;
+
+/* What one tracer of a minor owns: where its survivors go (a promotion
+ * cache per size class, refilled under promo_lock when several tracers
+ * copy) and what it promoted. Its grey objects are in its lull_tracer. */
+typedef struct minor_tracer {
+    lull_tracer *tr;
+    lull_alloc_caches promo;
+    uint64_t promoted;
+} minor_tracer;
 
 static struct {
     uint32_t first_block, nblocks;
@@ -73,12 +95,23 @@ static struct {
     bool pins_overflowed;
 
     cement_slot *cement;
-    unsigned ncemented;
+    atomic_uint ncemented;
 
-    lull_alloc_caches promo;      /* where survivors go */
-    uint64_t promoted;
-    bool large_scanned;           /* a large object's mark bit was used as "scanned" */
-} nursery_g;
+    /* The copying phase's work list: the blocks with marked cards whose
+     * objects may hold references, listed before any copy is made (a
+     * tracer never reads the state of a block another one may be
+     * formatting for its copies). Claimed in chunks through `next_card`. */
+    card_work *cwork;
+    size_t ncwork, cwork_cap;
+    atomic_size_t next_card;
+
+    minor_tracer mt[LULL_MAX_WORKERS + 1];   /* by tracer id */
+    uint64_t promoted_by_workers; /* the last minor's, for LULL_GC_DEBUG=log */
+    atomic_int active;            /* tracers that may still push (trace.c) */
+    pthread_mutex_t promo_lock;   /* lull_major_refill while tracers copy */
+    bool parallel;                /* this minor's copying runs on several tracers */
+    atomic_bool large_scanned;    /* a large object's mark bit was used as "scanned" */
+} nursery_g = { .promo_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Side tables like the heap's own: reserved at init, committed by the
  * kernel as they are touched, not subject to fail-mmap. */
@@ -116,7 +149,10 @@ int lull_nursery_init(size_t size)
     nursery_g.pins = reserve_array(nursery_g.pins_cap * sizeof *nursery_g.pins);
     nursery_g.cement = reserve_array(CEMENT_SLOTS * sizeof *nursery_g.cement);
     nursery_g.excls = reserve_array(nursery_g.excls_cap * sizeof *nursery_g.excls);
-    if (!nursery_g.log_ || !nursery_g.frags || !nursery_g.gray || !nursery_g.pins || !nursery_g.cement || !nursery_g.excls) {
+    nursery_g.cwork_cap = lull_heap_g.nblocks;
+    nursery_g.cwork = reserve_array(nursery_g.cwork_cap * sizeof *nursery_g.cwork);
+    if (!nursery_g.log_ || !nursery_g.frags || !nursery_g.gray || !nursery_g.pins || !nursery_g.cement ||
+        !nursery_g.excls || !nursery_g.cwork) {
         lull_nursery_fini();
         return -ENOMEM;
     }
@@ -126,8 +162,8 @@ int lull_nursery_init(size_t size)
     nursery_g.frags[0] = (range){ lull_nursery_start, lull_nursery_end };
     nursery_g.nfrags = 1;
     nursery_g.frag_cur = 0;
-    nursery_g.ncemented = 0;
-    memset(&nursery_g.promo, 0, sizeof nursery_g.promo);
+    atomic_store(&nursery_g.ncemented, 0);
+    memset(nursery_g.mt, 0, sizeof nursery_g.mt);
     return 0;
 }
 
@@ -139,7 +175,9 @@ void lull_nursery_fini(void)
     free_array(nursery_g.pins, nursery_g.pins_cap * sizeof *nursery_g.pins);
     free_array(nursery_g.cement, CEMENT_SLOTS * sizeof *nursery_g.cement);
     free_array(nursery_g.excls, nursery_g.excls_cap * sizeof *nursery_g.excls);
+    free_array(nursery_g.cwork, nursery_g.cwork_cap * sizeof *nursery_g.cwork);
     nursery_g.excls = NULL;
+    nursery_g.cwork = NULL;
     nursery_g.log_ = nursery_g.frags = NULL;
     nursery_g.gray = nursery_g.pins = NULL;
     nursery_g.cement = NULL;
@@ -325,8 +363,8 @@ static void each_slot_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, lull_visit_f
 {
     if (lull_trace_slots_in(obj, lo, hi, fn, ctx))
         return;
-    if (lull_mark_set_single(obj)) {
-        nursery_g.large_scanned = true;
+    if (lull_mark_set(obj)) {
+        atomic_store_explicit(&nursery_g.large_scanned, true, memory_order_relaxed);
         lull_trace_slots(obj, fn, ctx);
     }
 }
@@ -335,17 +373,23 @@ static void each_slot_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, lull_visit_f
 /* Cementing                                                                */
 /* ------------------------------------------------------------------------ */
 
+/* Several tracers may insert at once: a free entry is claimed with a
+ * compare-and-swap of its object, and an entry never changes object until
+ * the next cement_new_cycle. */
 static cement_slot *cement_lookup(uintptr_t obj, bool insert)
 {
     size_t i = (size_t)((obj >> LULL_GRANULE_SHIFT) * 0x9e3779b97f4a7c15ull >> 52) & (CEMENT_SLOTS - 1);
     for (unsigned probe = 0; probe < 32; probe++, i = (i + 1) & (CEMENT_SLOTS - 1)) {
-        if (nursery_g.cement[i].obj == obj)
-            return &nursery_g.cement[i];
-        if (!nursery_g.cement[i].obj) {
+        cement_slot *c = &nursery_g.cement[i];
+        uintptr_t o = atomic_load_explicit(&c->obj, memory_order_acquire);
+        if (o == obj)
+            return c;
+        if (!o) {
             if (!insert)
                 return NULL;
-            nursery_g.cement[i] = (cement_slot){ obj, 0, 0 };
-            return &nursery_g.cement[i];
+            if (atomic_compare_exchange_strong_explicit(&c->obj, &o, obj, memory_order_acq_rel,
+                                                        memory_order_acquire) || o == obj)
+                return c;
         }
     }
     return NULL;      /* table crowded: no cementing for this object */
@@ -353,18 +397,18 @@ static cement_slot *cement_lookup(uintptr_t obj, bool insert)
 
 static bool is_cemented(uintptr_t obj)
 {
-    if (!nursery_g.ncemented)
+    if (!atomic_load_explicit(&nursery_g.ncemented, memory_order_relaxed))
         return false;
     cement_slot *c = cement_lookup(obj, false);
-    return c && c->cemented;
+    return c && atomic_load_explicit(&c->cemented, memory_order_relaxed);
 }
 
 /* Counts of the last minor go; cemented objects stay (until a major). The
  * table is rebuilt from the cemented entries (reinsertion keeps probe
- * chains valid); the gray stack, empty here, holds them meanwhile. */
+ * chains valid); the gray array, empty here, holds them meanwhile. */
 static void cement_new_cycle(void)
 {
-    if (!nursery_g.ncemented) {
+    if (!atomic_load(&nursery_g.ncemented)) {
         memset(nursery_g.cement, 0, CEMENT_SLOTS * sizeof *nursery_g.cement);
         return;
     }
@@ -378,7 +422,14 @@ static void cement_new_cycle(void)
         if (c)
             c->cemented = 1;
     }
-    nursery_g.ncemented = (unsigned)nk;
+    atomic_store(&nursery_g.ncemented, (unsigned)nk);
+}
+
+static void set_card(uintptr_t *slot)
+{
+    uint8_t *card = &lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT];
+    if (!__atomic_load_n(card, __ATOMIC_RELAXED))
+        __atomic_store_n(card, 1, __ATOMIC_RELAXED);
 }
 
 /* An old slot (major heap or large object) still points to nursery object
@@ -387,39 +438,60 @@ static void cement_new_cycle(void)
 static void old_slot_to_young(uintptr_t *slot, uintptr_t obj)
 {
     cement_slot *c = cement_lookup(obj, true);
-    if (c && !c->cemented && ++c->count > LULL_CEMENT_THRESHOLD) {
-        c->cemented = 1;
-        nursery_g.ncemented++;
-    }
-    if (c && c->cemented)
+    if (c && !atomic_load_explicit(&c->cemented, memory_order_relaxed) &&
+        atomic_fetch_add_explicit(&c->count, 1, memory_order_relaxed) + 1 > LULL_CEMENT_THRESHOLD &&
+        !atomic_exchange_explicit(&c->cemented, 1, memory_order_relaxed))
+        atomic_fetch_add_explicit(&nursery_g.ncemented, 1, memory_order_relaxed);
+    if (c && atomic_load_explicit(&c->cemented, memory_order_relaxed))
         return;
-    lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT] = 1;
+    set_card(slot);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Pinning                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* The gray array: where a tracer puts a grey object when no grey-stack
+ * section can be had (fail-mmap, mark-stack-limit), and an object pinned
+ * because it could not be promoted; one thread scans them after the
+ * tracers. Every nursery object is greyed at most once per minor, so it
+ * never fills. */
 static void push_gray(uintptr_t obj)
 {
-    if (nursery_g.gray_n == nursery_g.gray_cap)
+    size_t i = __atomic_fetch_add(&nursery_g.gray_n, 1, __ATOMIC_RELAXED);
+    if (i >= nursery_g.gray_cap)
         lull_fatal("lull_collect", "minor collection: gray stack full (%zu entries)", nursery_g.gray_cap);
-    nursery_g.gray[nursery_g.gray_n++] = obj;
+    __atomic_store_n(&nursery_g.gray[i], obj, __ATOMIC_RELAXED);
 }
 
-static void pin(uintptr_t obj)
+static void spill_gray(lull_tracer *tr, uintptr_t obj)
+{
+    (void)tr;
+    push_gray(obj);
+}
+
+static void add_pin(uintptr_t obj)
+{
+    size_t i = __atomic_fetch_add(&nursery_g.npins, 1, __ATOMIC_RELAXED);
+    if (i < nursery_g.pins_cap)
+        nursery_g.pins[i] = obj;
+    else
+        __atomic_store_n(&nursery_g.pins_overflowed, true, __ATOMIC_RELAXED);
+}
+
+/* Pin (world stopped, one thread: the pinning phase). */
+static void pin(lull_tracer *tr, uintptr_t obj)
 {
     uintptr_t *h = (uintptr_t *)obj;
     if (*h & LULL_HDR_PINNED)
         return;
     *h |= LULL_HDR_PINNED;
     if (lull_type_has_refs(lull_header_type(*h)))
-        push_gray(obj);
+        lull_tracer_push(tr, obj);
 }
 
 static void pin_candidate(uintptr_t v, void *ctx)
 {
-    (void)ctx;
     if (!lull_in_nursery(v))
         return;
     if (nursery_g.npins < nursery_g.pins_cap) {
@@ -429,7 +501,7 @@ static void pin_candidate(uintptr_t v, void *ctx)
         nursery_g.pins_overflowed = true;
         uintptr_t obj = lull_nursery_find(v, true);
         if (obj)
-            pin(obj);
+            pin(ctx, obj);
     }
 }
 
@@ -440,7 +512,7 @@ static void pin_candidates(uintptr_t lo, uintptr_t hi, void *ctx)
 
 /* Sort the candidates, resolve them to objects, pin those; afterwards
  * pins[0, npins) are the pinned objects in address order. */
-static void resolve_pins(void)
+static void resolve_pins(lull_tracer *tr)
 {
     sort_addrs(nursery_g.pins, nursery_g.npins);
     size_t out = 0;
@@ -457,7 +529,7 @@ static void resolve_pins(void)
         uintptr_t obj = find_in(r, a, true);
         if (!obj)
             continue;
-        pin(obj);
+        pin(tr, obj);
         last = obj;
         last_end = obj + walk_size(obj, *(uintptr_t *)obj);
         nursery_g.pins[out++] = obj;
@@ -469,80 +541,122 @@ static void resolve_pins(void)
 /* Copying                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static uintptr_t promote_alloc(size_t size, bool has_refs)
+/* A free slot of size class `cls` for a copy, from this tracer's cache. */
+static uintptr_t promote_alloc(minor_tracer *mt, size_t size, bool has_refs)
 {
     unsigned cls = lull_size_class(size);
-    lull_alloc_cache *c = &nursery_g.promo.c[has_refs][cls];
-    if (!c->head && !lull_major_refill(c, has_refs, cls))
-        return 0;
+    lull_alloc_cache *c = &mt->promo.c[has_refs][cls];
+    if (!c->head) {
+        if (nursery_g.parallel)
+            pthread_mutex_lock(&nursery_g.promo_lock);
+        bool ok = lull_major_refill(c, has_refs, cls);
+        if (nursery_g.parallel)
+            pthread_mutex_unlock(&nursery_g.promo_lock);
+        if (!ok)
+            return 0;
+    }
     uintptr_t *p = c->head;
     c->head = (void *)p[1];
     c->count--;
     return (uintptr_t)p;
 }
 
-/* Where the nursery object v (referenced from a precise slot) lives after
- * this minor: its copy, or v itself if it is pinned or cannot be copied. */
-static uintptr_t forward(uintptr_t v)
+/* Another tracer forwarded the object first: the slot goes back to the
+ * cache it came from (word 0 was never written: still a free slot). */
+static void promote_undo(minor_tracer *mt, uintptr_t p, size_t size, bool has_refs)
 {
-    uintptr_t *hp = (uintptr_t *)v, h = *hp;
-    if (h & LULL_HDR_FORWARDED)
-        return h & ~LULL_HDR_TAG_MASK;
-    if (h & LULL_HDR_PINNED)
-        return v;
-    if (!h)
-        lull_fatal("lull_collect", "minor collection: a reference holds %p, inside the nursery but not "
-                   "the start of an object (references must point to object starts)", (void *)v);
-    const lull_type *t = lull_header_type(h);
-    size_t size = lull_object_size(v, t);
-    bool refs = lull_type_has_refs(t);
-    uintptr_t c = promote_alloc(size, refs);
-    if (!c) {
-        /* The major heap cannot grow: the object stays, pinned. */
-        if (nursery_g.npins < nursery_g.pins_cap)
-            nursery_g.pins[nursery_g.npins++] = v;
-        else
-            nursery_g.pins_overflowed = true;
-        pin(v);
-        return v;
+    lull_alloc_cache *c = &mt->promo.c[has_refs][lull_size_class(size)];
+    ((uintptr_t *)p)[1] = (uintptr_t)c->head;
+    c->head = (void *)p;
+    c->count++;
+}
+
+/* Where the nursery object v (referenced from a precise slot) lives after
+ * this minor: its copy, or v itself if it is pinned or cannot be copied.
+ *
+ * Tracers race for an object: each copies it, and the one whose
+ * compare-and-swap installs the forwarding header wins; the others give
+ * their copy back. A copy's header is stored last (release), after its
+ * body: a tracer scanning the copy's block for dirty cards skips a slot
+ * whose word 0 is still zero, so it never reads a half-made copy. */
+static uintptr_t forward(minor_tracer *mt, uintptr_t v)
+{
+    uintptr_t *hp = (uintptr_t *)v;
+    uintptr_t h = __atomic_load_n(hp, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (h & LULL_HDR_FORWARDED)
+            return h & ~LULL_HDR_TAG_MASK;
+        if (h & LULL_HDR_PINNED)
+            return v;
+        if (!h)
+            lull_fatal("lull_collect", "minor collection: a reference holds %p, inside the nursery but not "
+                       "the start of an object (references must point to object starts)", (void *)v);
+        const lull_type *t = lull_header_type(h);
+        size_t size = lull_object_size(v, t);
+        bool refs = lull_type_has_refs(t);
+        uintptr_t c = promote_alloc(mt, size, refs);
+        if (!c) {
+            /* The major heap cannot grow: the object stays, pinned. Its
+             * slots are forwarded in the gray array's pass, once every
+             * tracer is done: another tracer that read its header before
+             * the pin may still be copying its body (to discard the copy
+             * when its compare-and-swap fails). */
+            if (!__atomic_compare_exchange_n(hp, &h, h | LULL_HDR_PINNED, false, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
+                continue;
+            add_pin(v);
+            if (refs)
+                push_gray(v);
+            return v;
+        }
+        memcpy((void *)(c + sizeof(uintptr_t)), (void *)(v + sizeof(uintptr_t)), size - sizeof(uintptr_t));
+        if (!__atomic_compare_exchange_n(hp, &h, c | LULL_HDR_FORWARDED, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            promote_undo(mt, c, size, refs);
+            continue;
+        }
+        __atomic_store_n((uintptr_t *)c, h, __ATOMIC_RELEASE);
+        mt->promoted += size;
+        if (refs)
+            lull_tracer_push(mt->tr, c);
+        return c;
     }
-    memcpy((void *)c, (void *)v, size);
-    *hp = c | LULL_HDR_FORWARDED;
-    nursery_g.promoted += size;
-    if (refs)
-        push_gray(c);
-    return c;
 }
 
 /* A slot outside the nursery's objects' own memory: a precise root or a
  * slot of a pinned object. */
 static void forward_slot(void **slotp, void *ctx)
 {
-    (void)ctx;
-    uintptr_t *slot = (uintptr_t *)slotp, v = *slot;
+    uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_RELAXED);
     if (lull_in_nursery(v))
-        *slot = forward(v);
+        __atomic_store_n(slot, forward(ctx, v), __ATOMIC_RELAXED);
 }
 
-/* A slot in the major heap or a large object. */
+/* A slot in the major heap or a large object. Two tracers may visit one
+ * at once (a copy scanned both from its grey entry and from a dirty card
+ * of its block); both store the same value. */
 static void forward_old_slot(void **slotp, void *ctx)
 {
-    (void)ctx;
-    uintptr_t *slot = (uintptr_t *)slotp, v = *slot;
+    uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_RELAXED);
     if (!lull_in_nursery(v))
         return;
-    uintptr_t n = forward(v);
-    *slot = n;
+    uintptr_t n = forward(ctx, v);
+    __atomic_store_n(slot, n, __ATOMIC_RELAXED);
     if (lull_in_nursery(n))
         old_slot_to_young(slot, n);
 }
 
-static void drain(void)
+static void scan_gray(minor_tracer *mt, uintptr_t obj)
 {
-    while (nursery_g.gray_n) {
-        uintptr_t obj = nursery_g.gray[--nursery_g.gray_n];
-        lull_trace_slots(obj, lull_in_nursery(obj) ? forward_slot : forward_old_slot, NULL);
-    }
+    lull_trace_slots(obj, lull_in_nursery(obj) ? forward_slot : forward_old_slot, mt);
+}
+
+static void drain_local(lull_tracer *tr, void *arg)
+{
+    minor_tracer *mt = arg;
+    uintptr_t obj;
+    while (lull_tracer_pop(tr, &obj))
+        scan_gray(mt, obj);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -550,6 +664,7 @@ static void drain(void)
 /* ------------------------------------------------------------------------ */
 
 #define CARDS_PER_BLOCK (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
+#define CARD_CHUNK      16u     /* work-list blocks a tracer claims at once */
 
 static bool block_cards_clean(const uint8_t *c)
 {
@@ -560,52 +675,98 @@ static bool block_cards_clean(const uint8_t *c)
     return true;
 }
 
-static void scan_small_card(uint32_t bi, uintptr_t lo, uintptr_t hi)
+/* The objects of SMALL block bi (size class cls) that overlap [lo, hi). A
+ * slot whose word 0 is zero is free, or a copy another tracer has not
+ * finished (forward): skipped. */
+static void scan_small_card(minor_tracer *mt, uint32_t bi, uint32_t cls, uintptr_t lo, uintptr_t hi)
 {
-    lull_block *b = &lull_heap_g.blocks[bi];
-    uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
+    uint32_t sz = lull_class_size[cls], n = lull_class_slots[cls];
     uintptr_t base = lull_block_addr(bi);
     uint32_t s0 = (uint32_t)((lo - base) / sz), s1 = (uint32_t)((hi - 1 - base) / sz);
     if (s1 >= n)
         s1 = n - 1;
     for (uint32_t s = s0; s <= s1 && s0 < n; s++) {
         uintptr_t obj = base + (uintptr_t)s * sz;
-        if (*(uintptr_t *)obj)
-            lull_trace_slots(obj, forward_old_slot, NULL);
+        if (__atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE))
+            lull_trace_slots(obj, forward_old_slot, mt);
     }
 }
 
-/* Scan every marked card of the major heap and the large objects, clearing
- * it first (forward_old_slot marks it again when a slot keeps pointing into
- * the nursery); clear every other card. */
-static void scan_cards(void)
+/* Before any copy (one thread): list the blocks whose marked cards must be
+ * scanned; clear the cards of every other block. */
+static void list_card_work(void)
 {
     uint8_t *cards = lull_heap_g.cards;
     uint32_t frontier = lull_frontier();
+    size_t n = 0;
     for (uint32_t bi = 0; bi < frontier; bi++) {
         uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
         if (block_cards_clean(bc))
             continue;
         lull_block *b = &lull_heap_g.blocks[bi];
-        uintptr_t base = lull_block_addr(bi);
-        bool small = b->state == LULL_BLOCK_SMALL && b->has_refs;
-        bool large = b->state == LULL_BLOCK_LARGE_HEAD || b->state == LULL_BLOCK_LARGE_TAIL;
-        uintptr_t obj = 0;
-        if (large) {
-            obj = lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
-            large = lull_type_has_refs(lull_header_type(*(uintptr_t *)obj));
+        if (b->state == LULL_BLOCK_SMALL && b->has_refs) {
+            nursery_g.cwork[n++] = (card_work){ bi, b->size_class, 0 };
+            continue;
         }
-        for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-            if (!bc[c])
+        if (b->state == LULL_BLOCK_LARGE_HEAD || b->state == LULL_BLOCK_LARGE_TAIL) {
+            uintptr_t obj = lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
+            if (lull_type_has_refs(lull_header_type(*(uintptr_t *)obj))) {
+                nursery_g.cwork[n++] = (card_work){ bi, UINT32_MAX, obj };
                 continue;
-            bc[c] = 0;
-            uintptr_t lo = base + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
-            if (small)
-                scan_small_card(bi, lo, hi);
-            else if (large)
-                each_slot_in(obj, lo, hi, forward_old_slot, NULL);
+            }
+        }
+        memset(bc, 0, CARDS_PER_BLOCK);
+    }
+    nursery_g.ncwork = n;
+    atomic_store_explicit(&nursery_g.next_card, 0, memory_order_relaxed);
+}
+
+/* Scan the marked cards of the work list's blocks, clearing each first
+ * (forward_old_slot marks it again when a slot keeps pointing into the
+ * nursery). Tracers claim CARD_CHUNK blocks at a time. */
+static void scan_cards(minor_tracer *mt)
+{
+    uint8_t *cards = lull_heap_g.cards;
+    for (;;) {
+        size_t i0 = atomic_fetch_add_explicit(&nursery_g.next_card, CARD_CHUNK, memory_order_relaxed);
+        if (i0 >= nursery_g.ncwork)
+            return;
+        size_t i1 = i0 + CARD_CHUNK < nursery_g.ncwork ? i0 + CARD_CHUNK : nursery_g.ncwork;
+        for (size_t i = i0; i < i1; i++) {
+            card_work w = nursery_g.cwork[i];
+            uint8_t *bc = cards + (size_t)w.block * CARDS_PER_BLOCK;
+            uintptr_t base = lull_block_addr(w.block);
+            for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
+                if (!__atomic_load_n(&bc[c], __ATOMIC_RELAXED))
+                    continue;
+                __atomic_store_n(&bc[c], 0, __ATOMIC_RELAXED);
+                uintptr_t lo = base + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
+                if (w.size_class != UINT32_MAX)
+                    scan_small_card(mt, w.block, w.size_class, lo, hi);
+                else
+                    each_slot_in(w.large, lo, hi, forward_old_slot, mt);
+            }
         }
     }
+}
+
+/* One tracer's part of the copying phase: cards, then the shared drain. */
+static void copy_job(lull_tracer *tr, void *arg)
+{
+    (void)arg;
+    minor_tracer *mt = &nursery_g.mt[tr->id];
+    mt->tr = tr;
+    tr->spill = spill_gray;
+    if (nursery_g.parallel) {
+        tr->share = true;
+        scan_cards(mt);
+        lull_tracer_drain_shared(tr, &nursery_g.active, drain_local, mt);
+        tr->share = false;
+    } else {
+        scan_cards(mt);
+        drain_local(tr, mt);
+    }
+    tr->spill = NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -705,12 +866,23 @@ static void rebuild(void)
 /* The minor collection                                                     */
 /* ------------------------------------------------------------------------ */
 
+uint64_t lull_nursery_promoted_by_workers(void)
+{
+    return nursery_g.promoted_by_workers;
+}
+
 uint64_t lull_nursery_collect(void)
 {
-    nursery_g.promoted = 0;
+    unsigned ntracers = lull_workers_count() + 1;
+    lull_tracer tr = { .id = 0 };
+    nursery_g.parallel = ntracers > 1;
+    for (unsigned i = 0; i < ntracers; i++)
+        nursery_g.mt[i].promoted = 0;
+    minor_tracer *self = &nursery_g.mt[0];
+    self->tr = &tr;
     nursery_g.gray_n = nursery_g.npins = 0;
     nursery_g.pins_overflowed = false;
-    nursery_g.large_scanned = false;
+    atomic_store(&nursery_g.large_scanned, false);
 
     /* The used part of every active TLAB is what its thread allocated. */
     for (lull_thread *t = lull_threads_first(); t; t = t->next)
@@ -719,26 +891,49 @@ uint64_t lull_nursery_collect(void)
     sort_log();
     cement_new_cycle();
 
-    /* 1. Pin: conservative roots, then the cemented objects. */
-    lull_roots_scan_threads(pin_candidates, NULL);
-    lull_roots_scan(pin_candidates, NULL, NULL);
+    /* 1. Pin (this thread): conservative roots, then the cemented objects. */
+    tr.spill = spill_gray;
+    lull_roots_scan_threads(pin_candidates, &tr);
+    lull_roots_scan(pin_candidates, NULL, &tr);
     for (unsigned k = 0; k < CEMENT_SLOTS && nursery_g.ncemented; k++)
         if (nursery_g.cement[k].cemented && nursery_g.npins < nursery_g.pins_cap)
             nursery_g.pins[nursery_g.npins++] = nursery_g.cement[k].obj;
-    resolve_pins();
+    resolve_pins(&tr);
     if (lull_cfg.check_cards)
         lull_nursery_check_cards();
 
-    /* 2. Copy from precise roots, cards, pinned objects and the copies. */
-    lull_roots_scan(NULL, forward_slot, NULL);
-    scan_cards();
-    drain();
-    if (nursery_g.large_scanned)
+    /* 2. Copy from precise roots (this thread), then cards, pinned objects
+     * and the copies (every tracer: copy_job). */
+    lull_roots_scan(NULL, forward_slot, self);
+    list_card_work();
+    if (nursery_g.parallel) {
+        if (tr.cur)
+            lull_tracer_share_older(&tr);
+        atomic_store(&nursery_g.active, (int)ntracers);
+        lull_workers_run(copy_job, NULL, &tr);
+    } else {
+        copy_job(&tr, NULL);
+    }
+    /* What no grey-stack section could hold (one thread, to the end). */
+    tr.spill = spill_gray;
+    for (;;) {
+        drain_local(&tr, self);
+        if (!nursery_g.gray_n)
+            break;
+        scan_gray(self, nursery_g.gray[--nursery_g.gray_n]);
+    }
+    tr.spill = NULL;
+    lull_tracer_release(&tr);
+    if (atomic_load(&nursery_g.large_scanned))
         for (uint32_t i = 0; i < lull_frontier(); i++)
             if (lull_heap_g.blocks[i].state == LULL_BLOCK_LARGE_HEAD)
                 lull_mark_clear_blocks(i, 1);
 
     /* 3. Promotion failures pinned objects after resolve_pins: sort again. */
+    if (nursery_g.npins > nursery_g.pins_cap) {
+        nursery_g.npins = nursery_g.pins_cap;
+        nursery_g.pins_overflowed = true;
+    }
     sort_addrs(nursery_g.pins, nursery_g.npins);
     size_t u = 0;
     for (size_t i = 0; i < nursery_g.npins; i++)
@@ -750,10 +945,16 @@ uint64_t lull_nursery_collect(void)
 
     /* 4. The nursery: pinned objects stay, the rest is free. */
     rebuild();
-    lull_policy_note_unused(lull_major_drop_caches(&nursery_g.promo));
+    uint64_t promoted = 0, unused = 0;
+    for (unsigned i = 0; i < ntracers; i++) {
+        promoted += nursery_g.mt[i].promoted;
+        unused += lull_major_drop_caches(&nursery_g.mt[i].promo);
+    }
+    nursery_g.promoted_by_workers = promoted - self->promoted;
+    lull_policy_note_unused(unused);
     if (lull_cfg.verify_nursery)
         lull_nursery_verify();
-    return nursery_g.promoted;
+    return promoted;
 }
 
 /* A survivor the major did not mark is dead (it stayed only because it was

@@ -29,7 +29,26 @@
  *      it).
  * A major collection runs a minor first; its mark then marks the pinned
  * survivors too, re-marks the card of every old slot that points into the
- * nursery, and cementing starts afresh. */
+ * nursery, and cementing starts afresh.
+ *
+ * Step 2 runs on every tracer (mark-workers, workers.h): the thread that
+ * stopped the world forwards the precise roots and lists the blocks with
+ * marked cards; then all tracers claim that list in chunks, scan the
+ * cards, and drain their grey stacks, sharing work through the tracer's
+ * pools (trace.h). Races are settled per object:
+ *   - forwarding is a compare-and-swap on the old header; a tracer that
+ *     loses gives its copy back to its own promotion cache;
+ *   - a copy's header is stored last (release), so a card scanner, which
+ *     skips slots whose word 0 is zero, never reads a half-made copy;
+ *   - slots, cards and the cementing table are read and written with
+ *     atomics (two tracers may forward one slot: both store the same value);
+ *   - each tracer promotes into its own caches, refilled under a lock;
+ *   - an object pinned because the heap could not take its copy is scanned
+ *     after the tracers are done, by one thread (another tracer may still
+ *     be reading its body for a copy it will discard).
+ * Step 1 (pinning) and 4 (rebuilding) run on the stopping thread. With
+ * mark-workers=1 the stopping thread alone does it all, in the order the
+ * serial collector did. */
 #ifndef LULL_NURSERY_H
 #define LULL_NURSERY_H
 
@@ -76,6 +95,8 @@ void lull_nursery_retire_tlab(struct lull_thread *t);
 /* The minor collection (world stopped, gc lock held). Returns the bytes
  * promoted into the major heap. */
 uint64_t lull_nursery_collect(void);
+/* Of those, the bytes the mark workers copied (the last minor). */
+uint64_t lull_nursery_promoted_by_workers(void);
 
 /* After a major's mark (world stopped): zero the dead, clear the
  * survivors' mark bits and forget cemented objects. Returns the bytes of

@@ -3,6 +3,7 @@
 #include "trace.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "nursery.h"
@@ -235,6 +236,10 @@ void lull_tracer_push_slow(lull_tracer *tr, uintptr_t obj)
     }
     lull_grey_section *n = section_get();
     if (!n) {
+        if (tr->spill) {
+            tr->spill(tr, obj);
+            return;
+        }
         /* obj stays marked; the overflow rescan finds it. */
         atomic_store_explicit(&lull_trace_g.overflow, true, memory_order_relaxed);
         return;
@@ -323,4 +328,37 @@ bool lull_trace_take_overflow(void)
 void lull_trace_note_idle(int delta)
 {
     atomic_fetch_add(&lull_trace_g.idle, delta);
+}
+
+/* Termination: `active` counts tracers that may still push. A tracer with
+ * nothing to pop leaves `active` and waits; it rejoins (active first, then
+ * steal) whenever the shared pool is non-empty. Only an active tracer
+ * publishes, so once a waiting tracer sees active == 0 and then an empty
+ * pool, nothing can ever be published again: every grey object has been
+ * blackened. A tracer may see that while another one that has just
+ * rejoined still works; that one ends the same way, and the drain is over
+ * when the last tracer returns (lull_workers_run waits for all). */
+void lull_tracer_drain_shared(lull_tracer *tr, atomic_int *active,
+                              void (*drain_local)(lull_tracer *tr, void *arg), void *arg)
+{
+    for (;;) {
+        drain_local(tr, arg);
+        lull_trace_note_idle(1);
+        atomic_fetch_sub(active, 1);
+        for (unsigned spins = 0;; spins++) {
+            if (lull_trace_shared_nonempty()) {
+                atomic_fetch_add(active, 1);
+                lull_trace_note_idle(-1);
+                break;
+            }
+            if (atomic_load(active) == 0 && !lull_trace_shared_nonempty()) {
+                lull_trace_note_idle(-1);
+                return;
+            }
+            if (spins < 64)
+                lull_cpu_relax();
+            else
+                sched_yield();
+        }
+    }
 }

@@ -93,6 +93,10 @@ typedef struct lull_tracer {
     unsigned pops;              /* pops since the last look for idle tracers */
     uint64_t scanned;           /* objects this tracer blackened (statistics) */
     uint64_t stolen;            /* sections it took from the shared pool */
+    /* No section to be had: spill(tr, obj) keeps obj elsewhere (the minor's
+     * fixed array); NULL: obj is dropped and the overflow flag set (the
+     * mark's rescan finds it). */
+    void (*spill)(struct lull_tracer *tr, uintptr_t obj);
 } lull_tracer;
 
 /* The state the tracers share: the two pools, the overflow flag and the
@@ -152,6 +156,13 @@ void lull_tracer_share_older(lull_tracer *tr);
 
 /* Give every private section back (an aborted or finished trace). */
 void lull_tracer_release(lull_tracer *tr);
+
+/* One tracer's part of a parallel drain, for every tracer of a job:
+ * drain_local(tr, arg) empties tr's private stack (popping with sharing
+ * on); this returns once no tracer holds a grey object and the shared pool
+ * is empty. *active starts at the number of tracers taking part. */
+void lull_tracer_drain_shared(lull_tracer *tr, atomic_int *active,
+                              void (*drain_local)(lull_tracer *tr, void *arg), void *arg);
 
 /* Shared state between tracers (trace.c). */
 bool lull_trace_shared_nonempty(void);      /* grey sections wait in the shared pool */

@@ -12,6 +12,9 @@
  *   makes each parallel mark skip one reference, and the child must abort
  *   with verify-parallel's message (the same program without the fault
  *   exits cleanly).
+ * - The minor copies in parallel: nodes reachable only from dirty cards,
+ *   each from many slots that different tracers scan, are copied once and
+ *   every slot names that copy; the worker copies part of them (log).
  * - fork(): the child has its own workers and marks with them.
  */
 #include "check.h"
@@ -222,6 +225,81 @@ static void test_parallel_mark(void)
            rounds);
 }
 
+/* The parallel minor: young nodes reachable only from an old array's
+ * dirty cards, each from 16 slots spread over the array, so tracers that
+ * scan different cards race to copy the same node. After each minor every
+ * slot of a node must name the one copy (the compare-and-swap on the
+ * header let exactly one tracer win), with its id and its chain intact;
+ * verify-nursery checks that nothing points into the evacuated nursery.
+ * Repeated until the log says the worker copied something. */
+#define MINOR_NODES 4096u
+#define MINOR_SLOTS (MINOR_NODES * 16u)
+
+static void *minor_root[1];
+
+static NOINLINE void minor_round(struct refs *old, uint64_t base)
+{
+    struct gnode **nodes = calloc(MINOR_NODES, sizeof *nodes);   /* malloc'ed: not a root */
+    CHECK(nodes != NULL, "calloc");
+    for (unsigned j = 0; j < MINOR_NODES; j++) {
+        nodes[j] = lull_alloc(&gnode_type);
+        CHECK(nodes[j] != NULL, "alloc");
+        nodes[j]->id = base + j;
+        if (j)
+            LULL_SET(nodes[j], edge[0], nodes[j - 1]);
+    }
+    for (unsigned i = 0; i < MINOR_SLOTS; i++)
+        lull_store(old, &old->item[i], nodes[i % MINOR_NODES]);
+    memset(nodes, 0, MINOR_NODES * sizeof *nodes);
+    free(nodes);
+}
+
+static NOINLINE void minor_check(struct refs *old, uint64_t base)
+{
+    for (unsigned i = 0; i < MINOR_SLOTS; i++) {
+        unsigned j = i % MINOR_NODES;
+        struct gnode *n = old->item[i];
+        CHECK(n == old->item[j], "slot %u and slot %u named node %u and now differ (%p, %p): two copies", i, j,
+              j, (void *)n, old->item[j]);
+        CHECK(n->id == base + j, "node %u: id %llu", j, (unsigned long long)n->id);
+        CHECK(j ? n->edge[0] == old->item[j - 1] : n->edge[0] == NULL, "node %u: chain broken", j);
+    }
+}
+
+static void test_parallel_minor(void)
+{
+    CHECK(setenv("LULL_GC_DEBUG", "verify-nursery,log", 1) == 0, "setenv");
+    CHECK(lull_init("mark-workers=2") == 0, "lull_init mark-workers=2");
+    CHECK(lull_root_add_refs(minor_root, 1) == 0, "root");
+    minor_root[0] = lull_alloc_array(&refs_type, MINOR_SLOTS);   /* 512 KiB: a large object, old at once */
+    CHECK(minor_root[0] != NULL, "alloc");
+    int rounds = 0;
+    double by_workers = 0;
+    do {
+        struct refs *old = minor_root[0];
+        uint64_t base = (uint64_t)rounds * MINOR_NODES;
+        minor_round(old, base);
+        clobber_stack();
+        capture_begin();
+        lull_collect(LULL_GEN_NURSERY);
+        const char *log = capture_end();
+        const char *p = strstr(log, "KiB by workers)");
+        CHECK(p != NULL, "LULL_GC_DEBUG=log printed no minor line: %s", log);
+        while (p > log && p[-1] != '(')
+            p--;
+        by_workers += strtod(p, NULL);
+        minor_check(old, base);
+        rounds++;
+    } while (by_workers == 0 && rounds < 200);
+    CHECK(by_workers > 0, "the mark worker copied nothing in %d minors", rounds);
+    lull_root_remove(minor_root);
+    minor_root[0] = NULL;
+    lull_shutdown();
+    unsetenv("LULL_GC_DEBUG");
+    printf("workers: parallel minor: every node copied once; the worker copied %.1f KiB in %d round(s)\n",
+           by_workers, rounds);
+}
+
 /* The child: a parallel mark with or without a planted fault. */
 static void planted_child(bool plant)
 {
@@ -307,6 +385,7 @@ int main(void)
     test_lifecycle();
     test_verify_parallel_catches();
     test_parallel_mark();
+    test_parallel_minor();
     test_fork();
     printf("workers: ok\n");
     return 0;
