@@ -27,6 +27,8 @@
 
 __thread lull__tlab_t lull__tlab = { NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE };
 
+/* LULL_GC_DEBUG=collect-every: allocations counted by every thread (an
+ * atomic; the only state of this file). */
 static atomic_ulong debug_alloc_count;
 
 static lull_thread *attached_self(const char *fn)

@@ -22,15 +22,20 @@ lull_heap lull_heap_g;
 
 #define COMMIT_CHUNK 64u   /* blocks committed at once when the frontier grows */
 
-static uint32_t free_runs = LULL_NO_BLOCK;  /* list of FREE run heads */
-static _Atomic uint32_t in_use;   /* read by lull_get_stats without the lock */
-static uint32_t committed;                  /* blocks mprotect'ed RW */
-static size_t   limit_blocks;               /* 0: no limit */
-static uint32_t pending = LULL_NO_BLOCK;    /* RELEASING runs, newest first */
+/* The block space's bookkeeping: one instance, written with the gc lock
+ * held (allocation, the sweep; a parallel minor's promotion refills also
+ * hold the nursery's promotion lock); in_use is also read without it. */
+static struct {
+    uint32_t free_runs;            /* list of FREE run heads */
+    _Atomic uint32_t in_use;       /* read by lull_get_stats without the lock */
+    uint32_t committed;            /* blocks mprotect'ed RW */
+    size_t   limit_blocks;         /* 0: no limit */
+    uint32_t pending;              /* RELEASING runs, newest first */
+} space_g = { .free_runs = LULL_NO_BLOCK, .pending = LULL_NO_BLOCK };
 
 void lull_space_set_limit(size_t bytes)
 {
-    limit_blocks = bytes >> LULL_BLOCK_SHIFT;
+    space_g.limit_blocks = bytes >> LULL_BLOCK_SHIFT;
 }
 
 int lull_space_init(size_t reserve)
@@ -65,10 +70,10 @@ int lull_space_init_aligned(size_t reserve, size_t align)
         lull_space_fini();
         return -1;
     }
-    free_runs = LULL_NO_BLOCK;
-    pending = LULL_NO_BLOCK;
-    in_use = 0;
-    committed = 0;
+    space_g.free_runs = LULL_NO_BLOCK;
+    space_g.pending = LULL_NO_BLOCK;
+    space_g.in_use = 0;
+    space_g.committed = 0;
     return 0;
 }
 
@@ -80,11 +85,11 @@ void lull_space_fini(void)
     lull_os_unreserve(h->cards, h->cards_bytes);
     lull_os_unreserve((void *)h->start, h->reserve);
     memset(h, 0, sizeof *h);
-    free_runs = LULL_NO_BLOCK;
-    pending = LULL_NO_BLOCK;
-    in_use = 0;
-    committed = 0;
-    limit_blocks = 0;
+    space_g.free_runs = LULL_NO_BLOCK;
+    space_g.pending = LULL_NO_BLOCK;
+    space_g.in_use = 0;
+    space_g.committed = 0;
+    space_g.limit_blocks = 0;
 }
 
 static lull_block *B(uint32_t i) { return &lull_heap_g.blocks[i]; }
@@ -93,7 +98,7 @@ static void list_remove(uint32_t i)
 {
     lull_block *b = B(i);
     if (b->prev != LULL_NO_BLOCK) B(b->prev)->next = b->next;
-    else free_runs = b->next;
+    else space_g.free_runs = b->next;
     if (b->next != LULL_NO_BLOCK) B(b->next)->prev = b->prev;
 }
 
@@ -101,10 +106,10 @@ static void list_push(uint32_t i)
 {
     lull_block *b = B(i);
     b->prev = LULL_NO_BLOCK;
-    b->next = free_runs;
-    if (free_runs != LULL_NO_BLOCK)
-        B(free_runs)->prev = i;
-    free_runs = i;
+    b->next = space_g.free_runs;
+    if (space_g.free_runs != LULL_NO_BLOCK)
+        B(space_g.free_runs)->prev = i;
+    space_g.free_runs = i;
 }
 
 /* Make [i, i+n) one free run on the list (boundary tags set). */
@@ -119,17 +124,17 @@ static void make_run(uint32_t i, uint32_t n)
 
 uint32_t lull_space_alloc(uint32_t n)
 {
-    if (limit_blocks && (size_t)in_use + n > limit_blocks)
+    if (space_g.limit_blocks && (size_t)space_g.in_use + n > space_g.limit_blocks)
         return LULL_NO_BLOCK;
     /* First fit over the free runs; take from the run's start. */
-    for (uint32_t r = free_runs; r != LULL_NO_BLOCK; r = B(r)->next) {
+    for (uint32_t r = space_g.free_runs; r != LULL_NO_BLOCK; r = B(r)->next) {
         uint32_t len = B(r)->run_len;
         if (len < n)
             continue;
         list_remove(r);
         if (len > n)
             make_run(r + n, len - n);
-        in_use += n;
+        space_g.in_use += n;
         return r;
     }
     /* Grow the frontier. */
@@ -137,27 +142,27 @@ uint32_t lull_space_alloc(uint32_t n)
     if ((uint64_t)lull_frontier() + n > h->nblocks)
         return LULL_NO_BLOCK;
     uint32_t idx = lull_frontier(), end = idx + n;
-    if (end > committed) {
+    if (end > space_g.committed) {
         uint32_t want = (end + COMMIT_CHUNK - 1) / COMMIT_CHUNK * COMMIT_CHUNK;
         if (want > h->nblocks)
             want = h->nblocks;
-        if (!lull_os_commit((void *)lull_block_addr(committed), (size_t)(want - committed) << LULL_BLOCK_SHIFT)) {
+        if (!lull_os_commit((void *)lull_block_addr(space_g.committed), (size_t)(want - space_g.committed) << LULL_BLOCK_SHIFT)) {
             /* Retry the bare minimum before giving up. */
             want = end;
-            if (!lull_os_commit((void *)lull_block_addr(committed), (size_t)(want - committed) << LULL_BLOCK_SHIFT))
+            if (!lull_os_commit((void *)lull_block_addr(space_g.committed), (size_t)(want - space_g.committed) << LULL_BLOCK_SHIFT))
                 return LULL_NO_BLOCK;
         }
-        committed = want;
+        space_g.committed = want;
     }
     __atomic_store_n(&h->frontier, end, __ATOMIC_RELAXED);
-    in_use += n;
+    space_g.in_use += n;
     return idx;
 }
 
 void lull_space_free(uint32_t idx, uint32_t n)
 {
     lull_os_release((void *)lull_block_addr(idx), (size_t)n << LULL_BLOCK_SHIFT);
-    in_use -= n;
+    space_g.in_use -= n;
     /* Merge with the run to the left and the run to the right. */
     if (idx > 0 && B(idx - 1)->state == LULL_BLOCK_FREE) {
         uint32_t head = B(idx - 1)->run_head;
@@ -181,27 +186,27 @@ void lull_space_free_deferred(uint32_t idx, uint32_t n)
         B(idx + k)->state = LULL_BLOCK_RELEASING;
     /* Sweeps walk the heap in address order: a run often continues the one
      * queued just before it, and one madvise then covers both. */
-    if (pending != LULL_NO_BLOCK && pending + B(pending)->run_len == idx) {
-        B(pending)->run_len += n;
+    if (space_g.pending != LULL_NO_BLOCK && space_g.pending + B(space_g.pending)->run_len == idx) {
+        B(space_g.pending)->run_len += n;
         return;
     }
     B(idx)->run_len = n;
-    B(idx)->next = pending;
-    pending = idx;
+    B(idx)->next = space_g.pending;
+    space_g.pending = idx;
 }
 
 void lull_space_release_pending(void)
 {
-    while (pending != LULL_NO_BLOCK) {
-        uint32_t idx = pending, n = B(idx)->run_len;
-        pending = B(idx)->next;
+    while (space_g.pending != LULL_NO_BLOCK) {
+        uint32_t idx = space_g.pending, n = B(idx)->run_len;
+        space_g.pending = B(idx)->next;
         lull_space_free(idx, n);
     }
 }
 
 size_t lull_space_in_use_bytes(void)
 {
-    return (size_t)atomic_load_explicit(&in_use, memory_order_relaxed) << LULL_BLOCK_SHIFT;
+    return (size_t)atomic_load_explicit(&space_g.in_use, memory_order_relaxed) << LULL_BLOCK_SHIFT;
 }
 
 void lull_mark_clear_blocks(uint32_t idx, uint32_t n)

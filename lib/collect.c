@@ -39,53 +39,57 @@
  * and stops the world. ThreadSanitizer delivers signals to a thread
  * blocked in sem_wait, but not to one blocked in pthread_mutex_lock; a
  * trylock-and-sleep loop works there but starves waiters (lull_collect in
- * a busy process). Kernel and libc treat both the same otherwise (a futex). */
-static sem_t gc_lock;
-static pthread_once_t gc_lock_once = PTHREAD_ONCE_INIT;
-static uint64_t ncollections;        /* gc lock */
+ * a busy process). Kernel and libc treat both the same otherwise (a futex).
+ *
+ * The collection state: one instance; everything but the lock itself is
+ * written with the gc lock held. */
+static struct {
+    sem_t gc_lock;
+    pthread_once_t gc_lock_once;
+    uint64_t ncollections;         /* the rest: under gc_lock */
+    lull_pause_hook pause_hook;
+    void *pause_hook_data;
+} collect_g = { .gc_lock_once = PTHREAD_ONCE_INIT };
 
 static void gc_lock_init(void)
 {
-    if (sem_init(&gc_lock, 0, 1) != 0)
+    if (sem_init(&collect_g.gc_lock, 0, 1) != 0)
         lull_fatal("lull_init", "sem_init failed");
 }
 
 void lull_gc_lock(void)
 {
-    pthread_once(&gc_lock_once, gc_lock_init);
-    while (sem_wait(&gc_lock) != 0)
+    pthread_once(&collect_g.gc_lock_once, gc_lock_init);
+    while (sem_wait(&collect_g.gc_lock) != 0)
         ;   /* EINTR: a signal handler ran (sem_wait is never restarted) */
 }
 
 void lull_gc_unlock(void)
 {
-    sem_post(&gc_lock);
+    sem_post(&collect_g.gc_lock);
 }
-
-static lull_pause_hook pause_hook;     /* gc lock */
-static void *pause_hook_data;
 
 void lull_set_pause_hook(lull_pause_hook hook, void *data)
 {
     if (!lull_is_initialised())
         lull_fatal("lull_set_pause_hook", "lull is not initialised (call lull_init first)");
     lull_gc_lock();
-    pause_hook = hook;
-    pause_hook_data = data;
+    collect_g.pause_hook = hook;
+    collect_g.pause_hook_data = data;
     lull_gc_unlock();
 }
 
 void lull_collect_init(void)
 {
-    pause_hook = NULL;
-    pause_hook_data = NULL;
-    ncollections = 0;
+    collect_g.pause_hook = NULL;
+    collect_g.pause_hook_data = NULL;
+    collect_g.ncollections = 0;
     lull_policy_init();
 }
 
 uint64_t lull_collect_count(void)
 {
-    return ncollections;
+    return collect_g.ncollections;
 }
 
 /* The collector's frames leave heap addresses on this thread's stack
@@ -164,11 +168,11 @@ void lull_collect_locked(int generation, const char *reason)
 
         lull_policy_after_major(live);
     }
-    ncollections++;
+    collect_g.ncollections++;
 
     lull_stw_restart(self);
     uint64_t pause = lull_now_ns() - t0;
-    LULL_PROBE2(pause_end, ncollections, pause);
+    LULL_PROBE2(pause_end, collect_g.ncollections, pause);
 
     /* The world runs again; this thread still holds the gc lock, so the
      * runs freed by the sweep can be given back to the OS before anyone
@@ -180,10 +184,10 @@ void lull_collect_locked(int generation, const char *reason)
     enum lull_pause_kind kind = major ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
     lull_stats_record_pause(kind, pause);
     lull_stats_record_collection(kind, 1, live);
-    if (pause_hook) {
-        lull_pause_event ev = { .generation = generation, .collection = ncollections,
+    if (collect_g.pause_hook) {
+        lull_pause_event ev = { .generation = generation, .collection = collect_g.ncollections,
                                 .start_ns = t0, .duration_ns = pause };
-        pause_hook(&ev, pause_hook_data);
+        collect_g.pause_hook(&ev, collect_g.pause_hook_data);
     }
     if (lull_cfg.log) {
         if (major) {
@@ -191,7 +195,7 @@ void lull_collect_locked(int generation, const char *reason)
             lull_mark_last_work(&marked, &by_stopper);
             fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
                     "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s\n",
-                    (unsigned long long)ncollections, reason, (double)pause / 1e6,
+                    (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
                     (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0,
                     (double)live / 1048576.0,
                     (double)lull_heap_bytes_held() / 1048576.0, (unsigned long long)marked,
@@ -199,7 +203,7 @@ void lull_collect_locked(int generation, const char *reason)
                     lull_mark_overflows() ? " (mark stack overflowed)" : "");
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers)\n", (unsigned long long)ncollections, reason, (double)pause / 1e6,
+                    "workers)\n", (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
                     (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0);
     }
 }

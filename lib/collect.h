@@ -8,6 +8,8 @@
 
 #include "config.h"
 
+/* The options (global): written by lull_init before any other thread can
+ * see the collector, read-only until lull_shutdown. */
 extern lull_config lull_cfg;
 
 bool lull_is_initialised(void);

@@ -89,9 +89,15 @@ typedef struct lull_heap {
     size_t      mark_bytes, cards_bytes, blocks_bytes;
 } lull_heap;
 
+/* The heap: one instance (global). The range and the side tables are set
+ * by lull_init and fixed until lull_shutdown; frontier grows with the gc
+ * lock held (blocks.c). Block descriptors are written with the gc lock
+ * held (a parallel minor's promotion refills also hold the nursery's
+ * promotion lock); mark bits and cards are read and written with atomics
+ * wherever several tracers run (mark.c, nursery.c). */
 extern lull_heap lull_heap_g;
 
-/* ---- size classes (major.c) ---- */
+/* ---- size classes (major.c; global, computed by lull_init, read-only after) ---- */
 #define LULL_MAX_CLASSES 48
 extern unsigned lull_nclasses;
 extern uint32_t lull_class_size[LULL_MAX_CLASSES];

@@ -24,9 +24,14 @@
 struct lull__barrier_state lull__barrier;
 lull_config lull_cfg;
 
-static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_bool initialised;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* The lifecycle: one instance. init_lock serialises lull_init and
+ * lull_shutdown (and fork, init.c's atfork handlers); initialised is read
+ * by every API entry without it. */
+static struct {
+    pthread_mutex_t init_lock;
+    atomic_bool initialised;
+    pthread_once_t atfork_once;
+} init_g = { .init_lock = PTHREAD_MUTEX_INITIALIZER, .atfork_once = PTHREAD_ONCE_INIT };
 
 /* fork(): the child gets one thread, a copy of the heap, and whatever locks
  * other threads held at that instant. So the forking thread takes every
@@ -38,7 +43,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * and their stacks are no longer roots. */
 static void fork_prepare(void)
 {
-    pthread_mutex_lock(&init_lock);
+    pthread_mutex_lock(&init_g.init_lock);
     if (lull_is_initialised())
         lull_gc_lock();
     lull_stats_lock_for_fork();
@@ -49,7 +54,7 @@ static void fork_parent(void)
     lull_stats_unlock_after_fork();
     if (lull_is_initialised())
         lull_gc_unlock();
-    pthread_mutex_unlock(&init_lock);
+    pthread_mutex_unlock(&init_g.init_lock);
 }
 
 static void fork_child(void)
@@ -60,7 +65,7 @@ static void fork_child(void)
         lull_workers_after_fork_child();
         lull_gc_unlock();
     }
-    pthread_mutex_unlock(&init_lock);
+    pthread_mutex_unlock(&init_g.init_lock);
 }
 
 static void install_atfork(void)
@@ -71,34 +76,34 @@ static void install_atfork(void)
 
 bool lull_is_initialised(void)
 {
-    return atomic_load_explicit(&initialised, memory_order_acquire);
+    return atomic_load_explicit(&init_g.initialised, memory_order_acquire);
 }
 
 int lull_init(const char *params)
 {
-    pthread_once(&atfork_once, install_atfork);
-    pthread_mutex_lock(&init_lock);
+    pthread_once(&init_g.atfork_once, install_atfork);
+    pthread_mutex_lock(&init_g.init_lock);
     if (lull_is_initialised()) {
-        pthread_mutex_unlock(&init_lock);
+        pthread_mutex_unlock(&init_g.init_lock);
         lull_warn("lull_init", "lull is already initialised");
         return -EBUSY;
     }
     lull_config cfg;
     int r = lull_config_parse(&cfg, params);
     if (r) {
-        pthread_mutex_unlock(&init_lock);
+        pthread_mutex_unlock(&init_g.init_lock);
         return r;
     }
     size_t reserve = lull_policy_size_heap(&cfg);
     if (lull_space_init_aligned(reserve, cfg.nursery_size) != 0) {
-        pthread_mutex_unlock(&init_lock);
+        pthread_mutex_unlock(&init_g.init_lock);
         lull_warn("lull_init", "cannot reserve %zu MiB of address space", reserve >> 20);
         return -ENOMEM;
     }
     r = lull_stw_install(cfg.suspend_signal, cfg.restart_signal);
     if (r) {
         lull_space_fini();
-        pthread_mutex_unlock(&init_lock);
+        pthread_mutex_unlock(&init_g.init_lock);
         lull_warn("lull_init", "cannot install the stop-the-world signal handlers: %s", strerror(-r));
         return r;
     }
@@ -110,7 +115,7 @@ int lull_init(const char *params)
     if (r) {
         lull_stw_uninstall();
         lull_space_fini();
-        pthread_mutex_unlock(&init_lock);
+        pthread_mutex_unlock(&init_g.init_lock);
         lull_warn("lull_init", "cannot set up the %zu KiB nursery", cfg.nursery_size >> 10);
         return -ENOMEM;
     }
@@ -124,9 +129,9 @@ int lull_init(const char *params)
     lull__barrier.cards = lull_heap_g.cards;
     lull__barrier.heap_start = lull_heap_g.start;
     __atomic_store_n(&lull__barrier.heap_size, lull_heap_g.reserve, __ATOMIC_RELEASE);
-    atomic_store_explicit(&initialised, true, memory_order_release);
+    atomic_store_explicit(&init_g.initialised, true, memory_order_release);
     r = lull_threads_attach();
-    pthread_mutex_unlock(&init_lock);
+    pthread_mutex_unlock(&init_g.init_lock);
     if (r) {
         lull_shutdown();
         return r;
@@ -136,9 +141,9 @@ int lull_init(const char *params)
 
 void lull_shutdown(void)
 {
-    pthread_mutex_lock(&init_lock);
+    pthread_mutex_lock(&init_g.init_lock);
     if (!lull_is_initialised()) {
-        pthread_mutex_unlock(&init_lock);
+        pthread_mutex_unlock(&init_g.init_lock);
         return;
     }
     lull_gc_lock();
@@ -147,7 +152,7 @@ void lull_shutdown(void)
     if (others)
         lull_fatal("lull_shutdown", "%u other thread(s) are still attached; detach them first", others);
     lull_threads_detach();
-    atomic_store_explicit(&initialised, false, memory_order_release);
+    atomic_store_explicit(&init_g.initialised, false, memory_order_release);
     __atomic_store_n(&lull__barrier.heap_size, 0, __ATOMIC_RELEASE);
     lull_workers_stop();
     lull_stw_uninstall();
@@ -157,7 +162,7 @@ void lull_shutdown(void)
     lull_nursery_fini();
     lull_space_fini();
     lull_os_set_fail_every(0);
-    pthread_mutex_unlock(&init_lock);
+    pthread_mutex_unlock(&init_g.init_lock);
 }
 
 int lull_thread_attach(void)

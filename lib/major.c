@@ -28,9 +28,13 @@ uint32_t lull_class_size[LULL_MAX_CLASSES];
 uint32_t lull_class_slots[LULL_MAX_CLASSES];
 uint8_t  lull_class_of_granules[(LULL_MAX_SMALL >> LULL_GRANULE_SHIFT) + 1];
 
-static uint32_t partial[2][LULL_MAX_CLASSES];
-static uint32_t empty_list = LULL_NO_BLOCK;
-static uint32_t empty_count;
+/* The lists above: one instance, under the gc lock (a parallel minor's
+ * promotion refills also hold the nursery's promotion lock). */
+static struct {
+    uint32_t partial[2][LULL_MAX_CLASSES];
+    uint32_t empty_list;
+    uint32_t empty_count;
+} major_g = { .empty_list = LULL_NO_BLOCK };
 
 #define POISON_BYTE 0xa5
 
@@ -72,15 +76,15 @@ void lull_major_init(void)
     build_size_classes();
     for (int r = 0; r < 2; r++)
         for (unsigned c = 0; c < LULL_MAX_CLASSES; c++)
-            partial[r][c] = LULL_NO_BLOCK;
-    empty_list = LULL_NO_BLOCK;
-    empty_count = 0;
+            major_g.partial[r][c] = LULL_NO_BLOCK;
+    major_g.empty_list = LULL_NO_BLOCK;
+    major_g.empty_count = 0;
 }
 
 void lull_major_fini(void)
 {
-    empty_list = LULL_NO_BLOCK;
-    empty_count = 0;
+    major_g.empty_list = LULL_NO_BLOCK;
+    major_g.empty_count = 0;
 }
 
 static lull_block *B(uint32_t i) { return &lull_heap_g.blocks[i]; }
@@ -108,10 +112,10 @@ static void format_block(uint32_t idx, bool has_refs, unsigned cls)
 
 static uint32_t take_block(void)
 {
-    if (empty_list != LULL_NO_BLOCK) {
-        uint32_t idx = empty_list;
-        empty_list = B(idx)->next;
-        empty_count--;
+    if (major_g.empty_list != LULL_NO_BLOCK) {
+        uint32_t idx = major_g.empty_list;
+        major_g.empty_list = B(idx)->next;
+        major_g.empty_count--;
         return idx;
     }
     return lull_space_alloc(1);
@@ -119,9 +123,9 @@ static uint32_t take_block(void)
 
 bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls)
 {
-    uint32_t idx = partial[has_refs][cls];
+    uint32_t idx = major_g.partial[has_refs][cls];
     if (idx != LULL_NO_BLOCK) {
-        partial[has_refs][cls] = B(idx)->next;
+        major_g.partial[has_refs][cls] = B(idx)->next;
     } else {
         idx = take_block();
         if (idx == LULL_NO_BLOCK)
@@ -178,16 +182,16 @@ static uint64_t sweep_block(uint32_t idx, bool poison)
         b->free_list = NULL;
         b->nfree = 0;
         b->age = 0;
-        b->next = empty_list;
-        empty_list = idx;
-        empty_count++;
+        b->next = major_g.empty_list;
+        major_g.empty_list = idx;
+        major_g.empty_count++;
         return 0;
     }
     b->free_list = free_list;
     b->nfree = nfree;
     if (nfree) {
-        b->next = partial[b->has_refs][b->size_class];
-        partial[b->has_refs][b->size_class] = idx;
+        b->next = major_g.partial[b->has_refs][b->size_class];
+        major_g.partial[b->has_refs][b->size_class] = idx;
     }
     return (uint64_t)live * sz;
 }
@@ -196,7 +200,7 @@ uint64_t lull_major_sweep(bool poison)
 {
     for (int r = 0; r < 2; r++)
         for (unsigned c = 0; c < lull_nclasses; c++)
-            partial[r][c] = LULL_NO_BLOCK;
+            major_g.partial[r][c] = LULL_NO_BLOCK;
     uint64_t live = 0;
     uint32_t frontier = lull_frontier();
     for (uint32_t i = 0; i < frontier; i++) {
@@ -211,12 +215,12 @@ uint64_t lull_major_sweep(bool poison)
 
 void lull_major_release_empty(uint32_t min_age)
 {
-    uint32_t keep = LULL_NO_BLOCK, i = empty_list;
-    empty_list = LULL_NO_BLOCK;
+    uint32_t keep = LULL_NO_BLOCK, i = major_g.empty_list;
+    major_g.empty_list = LULL_NO_BLOCK;
     while (i != LULL_NO_BLOCK) {
         uint32_t next = B(i)->next;
         if (B(i)->age >= min_age) {
-            empty_count--;
+            major_g.empty_count--;
             lull_space_free_deferred(i, 1);
         } else {
             B(i)->next = keep;
@@ -224,10 +228,10 @@ void lull_major_release_empty(uint32_t min_age)
         }
         i = next;
     }
-    empty_list = keep;
+    major_g.empty_list = keep;
 }
 
 size_t lull_major_empty_bytes(void)
 {
-    return (size_t)empty_count << LULL_BLOCK_SHIFT;
+    return (size_t)major_g.empty_count << LULL_BLOCK_SHIFT;
 }

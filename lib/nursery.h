@@ -66,6 +66,8 @@ struct lull_thread;
 #define LULL_HDR_FORWARDED ((uintptr_t)1)
 #define LULL_HDR_PINNED    ((uintptr_t)2)
 
+/* The nursery's range (global): set by lull_init, fixed until
+ * lull_shutdown. The rest of its state is nursery_g in nursery.c. */
 extern uintptr_t lull_nursery_start, lull_nursery_end;
 
 static inline bool lull_in_nursery(uintptr_t a)

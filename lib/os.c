@@ -9,13 +9,17 @@
 
 /* LULL_GC_DEBUG=fail-mmap: fail_every is set by lull_init; request_count
  * is bumped by whichever thread asks the OS for memory (atomically). */
-static atomic_uint fail_every;
-static atomic_uint request_count;
+/* LULL_GC_DEBUG=fail-mmap: set by lull_init and lull_shutdown, counted
+ * with atomics by every thread that asks the OS for memory. */
+static struct {
+    atomic_uint fail_every;
+    atomic_uint request_count;
+} os_g;
 
 void lull_os_set_fail_every(unsigned n)
 {
-    atomic_store(&fail_every, n);
-    atomic_store(&request_count, 0);
+    atomic_store(&os_g.fail_every, n);
+    atomic_store(&os_g.request_count, 0);
 }
 
 /* LULL_GC_DEBUG=fail-mmap=N: refuse every Nth request, and say so on
@@ -24,10 +28,10 @@ void lull_os_set_fail_every(unsigned n)
  * be stopped here, with another thread holding stdio's lock. */
 static bool injected_failure(void)
 {
-    unsigned n = atomic_load_explicit(&fail_every, memory_order_relaxed);
+    unsigned n = atomic_load_explicit(&os_g.fail_every, memory_order_relaxed);
     if (n == 0)
         return false;
-    unsigned k = atomic_fetch_add(&request_count, 1) + 1;
+    unsigned k = atomic_fetch_add(&os_g.request_count, 1) + 1;
     if (k % n)
         return false;
     char line[80];

@@ -15,14 +15,18 @@ typedef struct root {
     bool   precise;   /* every word a reference or NULL */
 } root;
 
-static root  *roots;
-static size_t nroots, cap;
+/* The registered roots: one instance, under the gc lock (added and
+ * removed by any thread, scanned by the thread that stops the world). */
+static struct {
+    root  *roots;
+    size_t nroots, cap;
+} roots_g;
 
 void lull_roots_reset(void)
 {
-    free(roots);
-    roots = NULL;
-    nroots = cap = 0;
+    free(roots_g.roots);
+    roots_g.roots = NULL;
+    roots_g.nroots = roots_g.cap = 0;
 }
 
 static int add(void *start, size_t size, bool precise)
@@ -34,22 +38,22 @@ static int add(void *start, size_t size, bool precise)
     if ((uintptr_t)start + size < (uintptr_t)start)
         return -EINVAL;
     lull_gc_lock();
-    for (size_t i = 0; i < nroots; i++)
-        if (roots[i].start == start) {
+    for (size_t i = 0; i < roots_g.nroots; i++)
+        if (roots_g.roots[i].start == start) {
             lull_gc_unlock();
             return -EEXIST;
         }
-    if (nroots == cap) {
-        size_t ncap = cap ? cap * 2 : 16;
-        root *n = realloc(roots, ncap * sizeof *n);
+    if (roots_g.nroots == roots_g.cap) {
+        size_t ncap = roots_g.cap ? roots_g.cap * 2 : 16;
+        root *n = realloc(roots_g.roots, ncap * sizeof *n);
         if (!n) {
             lull_gc_unlock();
             return -ENOMEM;
         }
-        roots = n;
-        cap = ncap;
+        roots_g.roots = n;
+        roots_g.cap = ncap;
     }
-    roots[nroots++] = (root){ start, size, precise };
+    roots_g.roots[roots_g.nroots++] = (root){ start, size, precise };
     lull_gc_unlock();
     return 0;
 }
@@ -73,9 +77,9 @@ void lull_root_remove(void *start)
     if (!lull_is_initialised())
         return;
     lull_gc_lock();
-    for (size_t i = 0; i < nroots; i++)
-        if (roots[i].start == start) {
-            roots[i] = roots[--nroots];
+    for (size_t i = 0; i < roots_g.nroots; i++)
+        if (roots_g.roots[i].start == start) {
+            roots_g.roots[i] = roots_g.roots[--roots_g.nroots];
             break;
         }
     lull_gc_unlock();
@@ -83,9 +87,9 @@ void lull_root_remove(void *start)
 
 void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise, void *ctx)
 {
-    for (size_t i = 0; i < nroots; i++) {
-        uintptr_t lo = (uintptr_t)roots[i].start, hi = lo + roots[i].size;
-        if (roots[i].precise) {
+    for (size_t i = 0; i < roots_g.nroots; i++) {
+        uintptr_t lo = (uintptr_t)roots_g.roots[i].start, hi = lo + roots_g.roots[i].size;
+        if (roots_g.roots[i].precise) {
             if (precise)
                 for (void **slot = (void **)lo; (uintptr_t)slot < hi; slot++)
                     precise(slot, ctx);

@@ -59,51 +59,55 @@ uint64_t lull_hist_quantile(const lull_histogram *h, double q)
     return h->max;
 }
 
-static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static lull_histogram pauses, pauses_by_kind[2];   /* [LULL_PAUSE_MINOR/MAJOR] */
-static uint64_t collections_minor, collections_major, collections_major_sync;
-static uint64_t live_after_major;
+/* The statistics: one instance, under its own lock (written by the
+ * thread that collected, read by lull_get_stats from any thread). */
+static struct {
+    pthread_mutex_t stats_lock;
+    lull_histogram pauses, pauses_by_kind[2];   /* [LULL_PAUSE_MINOR/MAJOR] */
+    uint64_t collections_minor, collections_major, collections_major_sync;
+    uint64_t live_after_major;
+} stats_g = { .stats_lock = PTHREAD_MUTEX_INITIALIZER };
 
 void lull_stats_lock_for_fork(void)
 {
-    pthread_mutex_lock(&stats_lock);
+    pthread_mutex_lock(&stats_g.stats_lock);
 }
 
 void lull_stats_unlock_after_fork(void)
 {
-    pthread_mutex_unlock(&stats_lock);
+    pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
 void lull_stats_reset(void)
 {
-    pthread_mutex_lock(&stats_lock);
-    memset(&pauses, 0, sizeof pauses);
-    memset(pauses_by_kind, 0, sizeof pauses_by_kind);
-    collections_minor = collections_major = collections_major_sync = 0;
-    live_after_major = 0;
-    pthread_mutex_unlock(&stats_lock);
+    pthread_mutex_lock(&stats_g.stats_lock);
+    memset(&stats_g.pauses, 0, sizeof stats_g.pauses);
+    memset(stats_g.pauses_by_kind, 0, sizeof stats_g.pauses_by_kind);
+    stats_g.collections_minor = stats_g.collections_major = stats_g.collections_major_sync = 0;
+    stats_g.live_after_major = 0;
+    pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
 void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
 {
-    pthread_mutex_lock(&stats_lock);
-    lull_hist_add(&pauses, ns);
-    lull_hist_add(&pauses_by_kind[kind], ns);
-    pthread_mutex_unlock(&stats_lock);
+    pthread_mutex_lock(&stats_g.stats_lock);
+    lull_hist_add(&stats_g.pauses, ns);
+    lull_hist_add(&stats_g.pauses_by_kind[kind], ns);
+    pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
 void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes)
 {
-    pthread_mutex_lock(&stats_lock);
+    pthread_mutex_lock(&stats_g.stats_lock);
     if (kind == LULL_PAUSE_MINOR) {
-        collections_minor++;
+        stats_g.collections_minor++;
     } else {
-        collections_major++;
+        stats_g.collections_major++;
         if (synchronous)
-            collections_major_sync++;
-        live_after_major = live_bytes;
+            stats_g.collections_major_sync++;
+        stats_g.live_after_major = live_bytes;
     }
-    pthread_mutex_unlock(&stats_lock);
+    pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
 void lull_get_stats(lull_stats *s)
@@ -111,18 +115,18 @@ void lull_get_stats(lull_stats *s)
     if (!s)
         lull_fatal("lull_get_stats", "stats is NULL");
     memset(s, 0, sizeof *s);
-    pthread_mutex_lock(&stats_lock);
-    s->collections_minor = collections_minor;
-    s->collections_major = collections_major;
-    s->collections_major_sync = collections_major_sync;
-    s->pauses = pauses.count;
-    s->pause_total_ns = pauses.total;
-    s->pause_max_ns = pauses.max;
-    s->pause_p50_ns = lull_hist_quantile(&pauses, 0.50);
-    s->pause_p95_ns = lull_hist_quantile(&pauses, 0.95);
-    s->pause_p99_ns = lull_hist_quantile(&pauses, 0.99);
-    s->live_bytes_after_major = live_after_major;
-    const lull_histogram *mi = &pauses_by_kind[LULL_PAUSE_MINOR], *ma = &pauses_by_kind[LULL_PAUSE_MAJOR];
+    pthread_mutex_lock(&stats_g.stats_lock);
+    s->collections_minor = stats_g.collections_minor;
+    s->collections_major = stats_g.collections_major;
+    s->collections_major_sync = stats_g.collections_major_sync;
+    s->pauses = stats_g.pauses.count;
+    s->pause_total_ns = stats_g.pauses.total;
+    s->pause_max_ns = stats_g.pauses.max;
+    s->pause_p50_ns = lull_hist_quantile(&stats_g.pauses, 0.50);
+    s->pause_p95_ns = lull_hist_quantile(&stats_g.pauses, 0.95);
+    s->pause_p99_ns = lull_hist_quantile(&stats_g.pauses, 0.99);
+    s->live_bytes_after_major = stats_g.live_after_major;
+    const lull_histogram *mi = &stats_g.pauses_by_kind[LULL_PAUSE_MINOR], *ma = &stats_g.pauses_by_kind[LULL_PAUSE_MAJOR];
     s->pauses_minor = mi->count;
     s->pause_minor_max_ns = mi->max;
     s->pause_minor_p50_ns = lull_hist_quantile(mi, 0.50);
@@ -131,7 +135,7 @@ void lull_get_stats(lull_stats *s)
     s->pause_major_max_ns = ma->max;
     s->pause_major_p50_ns = lull_hist_quantile(ma, 0.50);
     s->pause_major_p99_ns = lull_hist_quantile(ma, 0.99);
-    pthread_mutex_unlock(&stats_lock);
+    pthread_mutex_unlock(&stats_g.stats_lock);
     if (lull_is_initialised())
         s->bytes_allocated = lull_threads_allocated_bytes();
     s->heap_bytes = lull_heap_bytes_held();

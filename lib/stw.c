@@ -11,20 +11,20 @@
 
 #include "util.h"
 
-/* Global state of the stop-the-world protocol. The stopper (gc lock held)
- * writes world_epoch; stopped threads' handlers read it and count acks;
- * the signals and the previous handlers are written by install/uninstall
- * (lull_init/lull_shutdown, under the init lock) only. */
-static atomic_ulong world_epoch;     /* even: running; odd: stopped */
-/* Acknowledgements, counted; the stopper sleeps on it as a futex. */
-static atomic_uint acks;
+/* The state of the stop-the-world protocol: one instance. The stopper (gc
+ * lock held) writes world_epoch; stopped threads' handlers read it and
+ * count acks; the signals and the previous handlers are written by
+ * install/uninstall (lull_init/lull_shutdown, under the init lock) only. */
+static struct {
+    atomic_ulong world_epoch;     /* even: running; odd: stopped */
+    atomic_uint acks;             /* acknowledgements; the stopper sleeps on it as a futex */
 #if LULL_TSAN
-/* Bumped at each restart; stopped threads sleep on it as a futex. */
-static atomic_uint restarts;
+    atomic_uint restarts;         /* bumped at each restart; stopped threads sleep on it */
 #endif
-static int sig_suspend, sig_restart;
-static struct sigaction old_suspend, old_restart;
-static bool installed;
+    int sig_suspend, sig_restart;
+    struct sigaction old_suspend, old_restart;
+    bool installed;
+} stw_g;
 
 /* Raw futex system calls: syscall(2) is not intercepted by the sanitizers,
  * unlike sem_post, sem_timedwait, clock_gettime and sigaltstack (see the
@@ -66,13 +66,13 @@ void lull_stw_record_roots(lull_thread *t, uintptr_t frame)
  * the getcontext buffer of the self-suspend path), is scanned. */
 static void suspend_here(lull_thread *t, uintptr_t frame)
 {
-    unsigned long e = atomic_load_explicit(&world_epoch, memory_order_acquire);
+    unsigned long e = atomic_load_explicit(&stw_g.world_epoch, memory_order_acquire);
     if (!(e & 1) || atomic_load_explicit(&t->suspended_epoch, memory_order_relaxed) == e)
         return;
     lull_stw_record_roots(t, frame);
     atomic_store_explicit(&t->suspended_epoch, e, memory_order_release);
-    atomic_fetch_add_explicit(&acks, 1, memory_order_release);
-    futex_wake(&acks, 1);
+    atomic_fetch_add_explicit(&stw_g.acks, 1, memory_order_release);
+    futex_wake(&stw_g.acks, 1);
 #if LULL_TSAN
     /* ThreadSanitizer defers a signal that arrives outside a blocking call
      * and runs the handler later, from one of its interceptors, with every
@@ -87,16 +87,16 @@ static void suspend_here(lull_thread *t, uintptr_t frame)
      * interceptor at all: acknowledgement and restart go through futexes
      * with raw system calls, and the epoch is re-checked after every wake. */
     for (;;) {
-        unsigned seen = atomic_load_explicit(&restarts, memory_order_acquire);
-        if (atomic_load_explicit(&world_epoch, memory_order_acquire) != e)
+        unsigned seen = atomic_load_explicit(&stw_g.restarts, memory_order_acquire);
+        if (atomic_load_explicit(&stw_g.world_epoch, memory_order_acquire) != e)
             break;
-        futex_wait(&restarts, seen, -1);
+        futex_wait(&stw_g.restarts, seen, -1);
     }
 #else
     sigset_t wait_mask;
     sigfillset(&wait_mask);
-    sigdelset(&wait_mask, sig_restart);
-    while (atomic_load_explicit(&world_epoch, memory_order_acquire) == e)
+    sigdelset(&wait_mask, stw_g.sig_restart);
+    while (atomic_load_explicit(&stw_g.world_epoch, memory_order_acquire) == e)
         sigsuspend(&wait_mask);
 #endif
 }
@@ -134,8 +134,8 @@ __attribute__((noinline)) void lull_stw_suspend_self(lull_thread *t)
 
 int lull_stw_install(int suspend_signal, int restart_signal)
 {
-    sig_suspend = suspend_signal;
-    sig_restart = restart_signal;
+    stw_g.sig_suspend = suspend_signal;
+    stw_g.sig_restart = restart_signal;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = suspend_handler;
@@ -148,28 +148,28 @@ int lull_stw_install(int suspend_signal, int restart_signal)
     sigdelset(&sa.sa_mask, SIGILL);
     sigdelset(&sa.sa_mask, SIGFPE);
     sigdelset(&sa.sa_mask, SIGABRT);
-    if (sigaction(sig_suspend, &sa, &old_suspend) != 0)
+    if (sigaction(stw_g.sig_suspend, &sa, &stw_g.old_suspend) != 0)
         return -errno;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = restart_handler;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(sig_restart, &sa, &old_restart) != 0) {
+    if (sigaction(stw_g.sig_restart, &sa, &stw_g.old_restart) != 0) {
         int e = -errno;
-        sigaction(sig_suspend, &old_suspend, NULL);
+        sigaction(stw_g.sig_suspend, &stw_g.old_suspend, NULL);
         return e;
     }
-    installed = true;
+    stw_g.installed = true;
     return 0;
 }
 
 void lull_stw_uninstall(void)
 {
-    if (!installed)
+    if (!stw_g.installed)
         return;
-    sigaction(sig_suspend, &old_suspend, NULL);
-    sigaction(sig_restart, &old_restart, NULL);
-    installed = false;
+    sigaction(stw_g.sig_suspend, &stw_g.old_suspend, NULL);
+    sigaction(stw_g.sig_restart, &stw_g.old_restart, NULL);
+    stw_g.installed = false;
 }
 
 static bool acked(lull_thread *t, unsigned long e)
@@ -182,31 +182,31 @@ void lull_stw_stop(lull_thread *self)
     /* Every thread acknowledges an epoch once (suspend_here returns at once
      * for an epoch it has acknowledged), and no thread can acknowledge an
      * earlier one any more: each stop waited for all of its acks. */
-    unsigned base = atomic_load_explicit(&acks, memory_order_acquire);
-    unsigned long e = atomic_load_explicit(&world_epoch, memory_order_relaxed) + 1;
-    atomic_store_explicit(&world_epoch, e, memory_order_release);
+    unsigned base = atomic_load_explicit(&stw_g.acks, memory_order_acquire);
+    unsigned long e = atomic_load_explicit(&stw_g.world_epoch, memory_order_relaxed) + 1;
+    atomic_store_explicit(&stw_g.world_epoch, e, memory_order_release);
     unsigned want = 0;
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
         if (t == self)
             continue;
         want++;
-        int r = pthread_kill(t->pthread, sig_suspend);
+        int r = pthread_kill(t->pthread, stw_g.sig_suspend);
         if (r != 0)
             lull_fatal("lull_collect", "cannot signal attached thread: %s", strerror(r));
     }
     long wait_ns = 1000000;       /* 1 ms, doubling up to 100 ms */
     uint64_t started = lull_now_ns(), warned = started;
     for (;;) {
-        unsigned now = atomic_load_explicit(&acks, memory_order_acquire);
+        unsigned now = atomic_load_explicit(&stw_g.acks, memory_order_acquire);
         if (now - base >= want)
             break;
-        if (futex_wait(&acks, now, wait_ns) == 0 || errno != ETIMEDOUT)
+        if (futex_wait(&stw_g.acks, now, wait_ns) == 0 || errno != ETIMEDOUT)
             continue;             /* woken, changed meanwhile, or EINTR */
         /* No answer for a while: signal again every thread that has not
          * answered. */
         for (lull_thread *t = lull_threads_first(); t; t = t->next)
             if (t != self && !acked(t, e))
-                pthread_kill(t->pthread, sig_suspend);
+                pthread_kill(t->pthread, stw_g.sig_suspend);
         if (wait_ns < 100000000L)
             wait_ns *= 2;
         uint64_t t_now = lull_now_ns();
@@ -220,17 +220,17 @@ void lull_stw_stop(lull_thread *self)
 
 void lull_stw_restart(lull_thread *self)
 {
-    unsigned long e = atomic_load_explicit(&world_epoch, memory_order_relaxed) + 1;
-    atomic_store_explicit(&world_epoch, e, memory_order_release);
+    unsigned long e = atomic_load_explicit(&stw_g.world_epoch, memory_order_relaxed) + 1;
+    atomic_store_explicit(&stw_g.world_epoch, e, memory_order_release);
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
         if (t == self)
             continue;
 #if !LULL_TSAN
-        pthread_kill(t->pthread, sig_restart);
+        pthread_kill(t->pthread, stw_g.sig_restart);
 #endif
     }
 #if LULL_TSAN
-    atomic_fetch_add_explicit(&restarts, 1, memory_order_release);
-    futex_wake(&restarts, INT_MAX);
+    atomic_fetch_add_explicit(&stw_g.restarts, 1, memory_order_release);
+    futex_wake(&stw_g.restarts, INT_MAX);
 #endif
 }

@@ -12,16 +12,19 @@
 
 __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
 
-/* The thread registry: written with the gc lock held (attach, detach,
- * the exit destructor), read by the stopper with the world stopped. */
-static lull_thread *registry;
-static unsigned registry_count;
-static uint64_t allocated_by_detached;   /* gc lock */
-static pthread_key_t exit_key;
-static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+/* The thread registry: one instance, written with the gc lock held
+ * (attach, detach, the exit destructor), read by the stopper with the
+ * world stopped. The exit key is created once per process. */
+static struct {
+    lull_thread *registry;
+    unsigned registry_count;
+    uint64_t allocated_by_detached;
+    pthread_key_t exit_key;
+    pthread_once_t exit_key_once;
+} threads_g = { .exit_key_once = PTHREAD_ONCE_INIT };
 
-lull_thread *lull_threads_first(void) { return registry; }
-unsigned lull_threads_count(void) { return registry_count; }
+lull_thread *lull_threads_first(void) { return threads_g.registry; }
+unsigned lull_threads_count(void) { return threads_g.registry_count; }
 
 /* A thread that exits attached is detached here, by its key's destructor,
  * before the thread is gone: the collector never signals a dead thread. */
@@ -33,23 +36,23 @@ static void thread_exit_destructor(void *p)
 
 static void make_exit_key(void)
 {
-    if (pthread_key_create(&exit_key, thread_exit_destructor) != 0)
+    if (pthread_key_create(&threads_g.exit_key, thread_exit_destructor) != 0)
         lull_fatal("lull_init", "pthread_key_create failed");
 }
 
 void lull_threads_init(void)
 {
-    pthread_once(&exit_key_once, make_exit_key);
-    registry = NULL;
-    registry_count = 0;
-    allocated_by_detached = 0;
+    pthread_once(&threads_g.exit_key_once, make_exit_key);
+    threads_g.registry = NULL;
+    threads_g.registry_count = 0;
+    threads_g.allocated_by_detached = 0;
 }
 
 uint64_t lull_threads_allocated_bytes(void)
 {
     lull_gc_lock();
-    uint64_t sum = allocated_by_detached;
-    for (lull_thread *t = registry; t; t = t->next)
+    uint64_t sum = threads_g.allocated_by_detached;
+    for (lull_thread *t = threads_g.registry; t; t = t->next)
         sum += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     lull_gc_unlock();
     return sum;
@@ -74,17 +77,17 @@ static int stack_bounds(uintptr_t *lo, uintptr_t *hi)
 void lull_threads_after_fork_child(void)
 {
     lull_thread *self = lull_thread_self, *next;
-    for (lull_thread *t = registry; t; t = next) {
+    for (lull_thread *t = threads_g.registry; t; t = next) {
         next = t->next;
         if (t == self)
             continue;
         lull_nursery_retire_tlab(t);   /* its TLS is still mapped in the child */
-        allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+        threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
         lull_major_drop_caches(&t->caches);
         free(t);
     }
-    registry = self;
-    registry_count = self ? 1 : 0;
+    threads_g.registry = self;
+    threads_g.registry_count = self ? 1 : 0;
     if (self)
         self->next = self->prev = NULL;
 }
@@ -106,14 +109,14 @@ int lull_threads_attach(void)
     t->tlab_log = UINT32_MAX;
     lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE };
     lull_gc_lock();
-    t->next = registry;
-    if (registry)
-        registry->prev = t;
-    registry = t;
-    registry_count++;
+    t->next = threads_g.registry;
+    if (threads_g.registry)
+        threads_g.registry->prev = t;
+    threads_g.registry = t;
+    threads_g.registry_count++;
     lull_thread_self = t;
     lull_gc_unlock();
-    pthread_setspecific(exit_key, t);
+    pthread_setspecific(threads_g.exit_key, t);
     return 0;
 }
 
@@ -126,13 +129,13 @@ void lull_threads_detach(void)
     lull_nursery_retire_tlab(t);
     lull__tlab.type_ok = lull__tlab.array_ok = LULL__NO_TYPE;
     lull_policy_note_unused(lull_major_drop_caches(&t->caches));
-    allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+    threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     if (t->prev) t->prev->next = t->next;
-    else registry = t->next;
+    else threads_g.registry = t->next;
     if (t->next) t->next->prev = t->prev;
-    registry_count--;
+    threads_g.registry_count--;
     lull_thread_self = NULL;
     lull_gc_unlock();
-    pthread_setspecific(exit_key, NULL);
+    pthread_setspecific(threads_g.exit_key, NULL);
     free(t);
 }
