@@ -74,9 +74,12 @@ typedef struct lull_block {
     uint32_t next, prev;   /* FREE head: free-run list; SMALL/EMPTY: block lists */
     uint32_t nfree;        /* SMALL: slots on free_list */
     uint32_t age;          /* EMPTY: collections spent empty */
+    uint32_t minor_seen;   /* LARGE_HEAD: the last minor that visited the object
+                              whole (its type has a trace function); atomic */
     void    *free_list;    /* SMALL: first free slot (word 1 links them) */
     size_t   large_size;   /* LARGE_HEAD: object bytes */
 } lull_block;
+_Static_assert(sizeof(lull_block) == 48, "a block descriptor stays 48 bytes");
 
 typedef struct lull_heap {
     uintptr_t   start;

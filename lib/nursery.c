@@ -110,7 +110,7 @@ static struct {
     atomic_int active;            /* tracers that may still push (trace.c) */
     pthread_mutex_t promo_lock;   /* lull_major_refill while tracers copy */
     bool parallel;                /* this minor's copying runs on several tracers */
-    atomic_bool large_scanned;    /* a large object's mark bit was used as "scanned" */
+    uint32_t epoch;               /* this minor's number (never 0): block minor_seen */
 } nursery_g = { .promo_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Side tables like the heap's own: reserved at init, committed by the
@@ -357,16 +357,18 @@ void lull_nursery_each_object(void (*fn)(uintptr_t obj, void *ctx), void *ctx)
 
 /* The slots of a large object `obj` that lie in [lo, hi) (one dirty
  * card). A type with a trace function can only be visited whole: once per
- * minor, its mark bit serving as "already scanned" (cleared again at the
- * end of the minor). */
+ * minor, which its block descriptor records (minor_seen; a compare-and-swap,
+ * so that of two tracers scanning two of its cards one visits it). Not its
+ * mark bit: a concurrent mark owns those while minors run. */
 static void each_slot_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, lull_visit_fn fn, void *ctx)
 {
     if (lull_trace_slots_in(obj, lo, hi, fn, ctx))
         return;
-    if (lull_mark_set(obj)) {
-        atomic_store_explicit(&nursery_g.large_scanned, true, memory_order_relaxed);
+    uint32_t *seen = &lull_block_of(obj)->minor_seen;
+    uint32_t s = __atomic_load_n(seen, __ATOMIC_RELAXED);
+    if (s != nursery_g.epoch &&
+        __atomic_compare_exchange_n(seen, &s, nursery_g.epoch, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         lull_trace_slots(obj, fn, ctx);
-    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -882,7 +884,13 @@ uint64_t lull_nursery_collect(void)
     self->tr = &tr;
     nursery_g.gray_n = nursery_g.npins = 0;
     nursery_g.pins_overflowed = false;
-    atomic_store(&nursery_g.large_scanned, false);
+    if (++nursery_g.epoch == 0) {
+        /* Wrapped (after 2^32 minors): forget every old visit, so that no
+         * object's record can equal the new number by age alone. */
+        for (uint32_t i = 0; i < lull_frontier(); i++)
+            lull_heap_g.blocks[i].minor_seen = 0;
+        nursery_g.epoch = 1;      /* descriptors start at 0 */
+    }
 
     /* The used part of every active TLAB is what its thread allocated. */
     for (lull_thread *t = lull_threads_first(); t; t = t->next)
@@ -924,10 +932,6 @@ uint64_t lull_nursery_collect(void)
     }
     tr.spill = NULL;
     lull_tracer_release(&tr);
-    if (atomic_load(&nursery_g.large_scanned))
-        for (uint32_t i = 0; i < lull_frontier(); i++)
-            if (lull_heap_g.blocks[i].state == LULL_BLOCK_LARGE_HEAD)
-                lull_mark_clear_blocks(i, 1);
 
     /* 3. Promotion failures pinned objects after resolve_pins: sort again. */
     if (nursery_g.npins > nursery_g.pins_cap) {
