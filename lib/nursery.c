@@ -31,8 +31,6 @@ typedef struct range {
     uintptr_t start, end;
 } range;
 
-/* The nursery's state: one instance, written by the thread that holds the
- * gc lock (refills, and the minor with the world stopped). */
 typedef struct excl {
     uintptr_t start, end;
     bool      tail;      /* a thread's TLAB tail (else a pinned object) */
@@ -64,6 +62,13 @@ typedef struct minor_tracer {
     uint64_t promoted;
 } minor_tracer;
 
+/* The nursery's state: one instance (nursery_g), written by the thread
+ * that holds the gc lock (refills, and the minor with the world stopped).
+ * While a minor's tracers copy (copy_job), they touch only: their own
+ * mt[id]; gray/gray_n, pins/npins and pins_overflowed through atomic
+ * indices; the cement table and ncemented, next_card and active through
+ * atomics; the block space through promo_lock. Everything else is the
+ * stopping thread's, before and after that phase. */
 static struct {
     uint32_t first_block, nblocks;
 
@@ -79,9 +84,10 @@ static struct {
     range *frags;
     size_t nfrags, frag_cur, frags_cap;
 
-    /* Objects to scan: copies and pinned objects with references. Every
-     * nursery object is pushed at most once, so nursery_size / 16 entries
-     * suffice. */
+    /* Grey objects no tracer's stack took (push_gray): spilled when no
+     * grey-stack section could be had, and objects pinned because their
+     * copy could not be made. Every nursery object is greyed at most once,
+     * so nursery_size / 16 entries suffice. */
     uintptr_t *gray;
     size_t gray_n, gray_cap;
 
