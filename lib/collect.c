@@ -144,9 +144,11 @@ void lull_collect_locked(int generation, const char *reason)
             unused += lull_major_drop_caches(&t->caches);
         lull_policy_note_unused(unused);
 
-        /* Mark: every mark bit is clear before; afterwards exactly the
-         * objects reachable from stacks, registers and registered roots are
-         * marked, the nursery's pinned survivors included. */
+        /* Mark: every mark bit is clear before (checked in checked
+         * builds); afterwards exactly the objects reachable from stacks,
+         * registers and registered roots are marked, the nursery's pinned
+         * survivors included. */
+        lull_mark_assert_all_clear();
         lull_tracer tr = { .id = 0 };
         lull_roots_scan_threads(lull_mark_conservative, &tr);
         lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);

@@ -242,15 +242,29 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
     *by_stopper = mark_g.scanned_by_stopper;
 }
 
-/* ------------------------------------------------------------------------ */
-/* verify-parallel                                                          */
-/* ------------------------------------------------------------------------ */
-
 static size_t bitmap_words(void)
 {
     /* A block's mark bits are LULL_BLOCK_SIZE / 16 / 64 words. */
     return (size_t)lull_frontier() * (LULL_BLOCK_SIZE >> (LULL_GRANULE_SHIFT + 6));
 }
+
+void lull_mark_assert_all_clear(void)
+{
+#ifdef LULL_CHECKED
+    const uint64_t *bits = lull_heap_g.mark_bits;
+    for (size_t i = 0, n = bitmap_words(); i < n; i++)
+        if (bits[i]) {
+            uintptr_t a = lull_heap_g.start + ((i * 64 + (size_t)__builtin_ctzll(bits[i])) << LULL_GRANULE_SHIFT);
+            lull_fatal("lull_collect", "assertion: a mark begins with the mark bit of %p (block %u, state %u) "
+                       "already set: that object would never be scanned", (void *)a, lull_block_index(a),
+                       (unsigned)lull_block_of(a)->state);
+        }
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* verify-parallel                                                          */
+/* ------------------------------------------------------------------------ */
 
 void lull_mark_verify_parallel_save(void)
 {

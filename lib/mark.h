@@ -31,6 +31,11 @@ void lull_mark_conservative(uintptr_t lo, uintptr_t hi, void *ctx);
 /* Grey the object *slot refers to (a reference or NULL); ctx is the
  * tracer. A lull_slot_fn (roots.h). */
 void lull_mark_precise_slot(void **slot, void *ctx);
+/* At the start of a mark (world stopped, checked builds: LULL_CHECKED):
+ * abort, naming the first one, unless every mark bit of the heap is clear.
+ * A bit left set would make its object read as already marked: never
+ * scanned, so whatever only it reaches would be freed. */
+void lull_mark_assert_all_clear(void);
 /* Blacken until nothing is grey, with every marker (world stopped; tr is
  * the stopping thread's tracer, holding the greyed roots). */
 void lull_mark_drain(lull_tracer *tr);
