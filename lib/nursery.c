@@ -764,6 +764,7 @@ static void copy_job(lull_tracer *tr, void *arg)
     (void)arg;
     minor_tracer *mt = &nursery_g.mt[tr->id];
     mt->tr = tr;
+    void (*spill)(lull_tracer *, uintptr_t) = tr->spill;   /* a worker's tracer outlives the minor */
     tr->spill = spill_gray;
     if (nursery_g.parallel) {
         tr->share = true;
@@ -774,7 +775,7 @@ static void copy_job(lull_tracer *tr, void *arg)
         scan_cards(mt);
         drain_local(tr, mt);
     }
-    tr->spill = NULL;
+    tr->spill = spill;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -882,7 +883,7 @@ uint64_t lull_nursery_promoted_by_workers(void)
 uint64_t lull_nursery_collect(void)
 {
     unsigned ntracers = lull_workers_count() + 1;
-    lull_tracer tr = { .id = 0 };
+    lull_tracer tr = { .id = 0, .spill = spill_gray };
     nursery_g.parallel = ntracers > 1;
     for (unsigned i = 0; i < ntracers; i++)
         nursery_g.mt[i].promoted = 0;
@@ -906,7 +907,6 @@ uint64_t lull_nursery_collect(void)
     cement_new_cycle();
 
     /* 1. Pin (this thread): conservative roots, then the cemented objects. */
-    tr.spill = spill_gray;
     lull_roots_scan_threads(pin_candidates, &tr);
     lull_roots_scan(pin_candidates, NULL, &tr);
     for (unsigned k = 0; k < CEMENT_SLOTS && nursery_g.ncemented; k++)
@@ -929,14 +929,12 @@ uint64_t lull_nursery_collect(void)
         copy_job(&tr, NULL);
     }
     /* What no grey-stack section could hold (one thread, to the end). */
-    tr.spill = spill_gray;
     for (;;) {
         drain_local(&tr, self);
         if (!nursery_g.gray_n)
             break;
         scan_gray(self, nursery_g.gray[--nursery_g.gray_n]);
     }
-    tr.spill = NULL;
     lull_tracer_release(&tr);
 
     /* 3. Promotion failures pinned objects after resolve_pins: sort again. */
