@@ -841,7 +841,15 @@ int main(int argc, char **argv)
     if (stray)
         stress_fail("%" PRIu64 " SIGUSR1/SIGUSR2 handled that were not sent to that thread", stray);
     /* ThreadSanitizer runs a deferred handler on the interrupted stack, not
-     * on the alternate one: only without TSan is SA_ONSTACK a promise. */
+     * on the alternate one: only without TSan is SA_ONSTACK a promise.
+     * Tracking: no upstream issue covers this; it is how TSan delivers
+     * asynchronous signals (documented in README, "Behaviour worth knowing",
+     * Sanitizers). google/sanitizers#1855 (fixed in LLVM 21) is why the
+     * handler does not even probe sigaltstack under TSan, but its fix does
+     * not move deferred handlers onto the alternate stack. The check can
+     * come back under TSan only once TSan runs deferred handlers on the
+     * sigaltstack and the probe runs on LLVM >= 21: then drop !STRESS_TSAN
+     * here and in the SIGUSR2 handler. */
     if (alt_bad && !STRESS_TSAN)
         stress_fail("%" PRIu64 " SIGUSR2 handlers did not run on the alternate signal stack", alt_bad);
     /* Every check above passes when nothing happened (0 bytes written, 0

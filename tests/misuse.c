@@ -187,6 +187,10 @@ static void stats_null(void) { lull_get_stats(NULL); }
 static const lull_type refs_beyond_size = {          /* 3 words, bit 3 set */
     .name = "refs-beyond-size", .size = 3 * sizeof(void *), .refs = (uint64_t)1 << 3,
 };
+static const lull_type array_refs_beyond_size = {    /* 2-word fixed part, bit 2 set */
+    .name = "array-refs-beyond-size", .size = sizeof(struct refs), .refs = (uint64_t)1 << 2,
+    .elem_size = sizeof(void *), .elem_refs = 1,
+};
 static const lull_type elem_refs_beyond = {          /* 1-word elements, bit 1 set */
     .name = "elem-refs-beyond", .size = sizeof(struct refs), .elem_size = sizeof(void *),
     .elem_refs = 2,
@@ -204,6 +208,7 @@ static void pinned_refs0(void)      { init_child(); (void)lull_alloc_pinned(&bad
 static void alloc_refs_beyond(void) { init_child(); (void)lull_alloc(&refs_beyond_size); }
 static void pinned_refs_beyond(void) { init_child(); (void)lull_alloc_pinned(&refs_beyond_size); }
 static void alloc_too_small(void)   { init_child(); (void)lull_alloc(&too_small); }
+static void array_refs_beyond(void) { init_child(); (void)lull_alloc_array(&array_refs_beyond_size, 4); }
 static void array_elem_refs_beyond(void) { init_child(); (void)lull_alloc_array(&elem_refs_beyond, 4); }
 static void array_elem_refs_odd(void) { init_child(); (void)lull_alloc_array(&elem_refs_odd_size, 4); }
 static void array_of_non_array(void) { init_child(); (void)lull_alloc_array(&tnode_type, 4); }
@@ -473,6 +478,8 @@ int main(void)
     expect_abort("lull_alloc with size 4", alloc_too_small, "lull_alloc", MALFORMED(&too_small));
     expect_abort("lull_alloc_array with refs bit 0 set", invalid_array_type, "lull_alloc_array",
                  BAD_ARRAY(&bad_refs0_array));
+    expect_abort("lull_alloc_array with a refs bit beyond size", array_refs_beyond, "lull_alloc_array",
+                 BAD_ARRAY(&array_refs_beyond_size));
     expect_abort("lull_alloc_array with an elem_refs bit beyond elem_size", array_elem_refs_beyond,
                  "lull_alloc_array", BAD_ARRAY(&elem_refs_beyond));
     expect_abort("lull_alloc_array with references in 12-byte elements", array_elem_refs_odd,
