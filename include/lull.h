@@ -258,7 +258,14 @@ typedef struct lull_pause_event {
     uint64_t collection;     /* collections (minor + major) so far, this one included */
     uint64_t start_ns;       /* CLOCK_MONOTONIC when stopping began */
     uint64_t duration_ns;    /* until the last thread may run again; as counted in lull_stats */
+    int      phase;          /* LULL_PHASE_WHOLE, _INITIAL or _FINAL (below) */
 } lull_pause_event;
+
+/* lull_pause_event.phase: a whole collection in one pause (a minor, or a
+ * synchronous major), or the initial or final pause of a concurrent major.
+ * A concurrent major's two pauses carry the same collection number; minors
+ * run between them carry numbers of their own. */
+enum { LULL_PHASE_WHOLE = 0, LULL_PHASE_INITIAL = 1, LULL_PHASE_FINAL = 2 };
 
 typedef void (*lull_pause_hook)(const lull_pause_event *event, void *data);
 

@@ -88,6 +88,19 @@ static void collect_if(lull_policy_event ev, unsigned long arg)
         lull_collect_locked(gen, reason);
 }
 
+/* A new object of the major heap exists for the collector from here on:
+ * header last (release, so a concurrent marker that reads it sees the
+ * zeroed body), then, while a concurrent mark runs, its mark bit
+ * (allocate black: it is born zeroed, and every reference later stored in
+ * it marks a card that the mark rescans). Inside a critical region or with
+ * the gc lock held: the marking flag cannot change meanwhile. */
+static inline void publish_major(uintptr_t *p, const lull_type *type)
+{
+    __atomic_store_n(&p[0], (uintptr_t)type, __ATOMIC_RELEASE);
+    if (LULL_UNLIKELY(lull_marking()))
+        lull_mark_new_object((uintptr_t)p);
+}
+
 static void *fail_enomem(void)
 {
     errno = ENOMEM;
@@ -124,7 +137,7 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
         /* Header last: the object exists for the collector from here on. */
         if (length)
             p[1] = length;
-        p[0] = (uintptr_t)type;
+        publish_major(p, type);
         lull_thread_count_alloc(t, bytes);
     }
     lull_gc_unlock();
@@ -158,7 +171,7 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
             memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
             if (length)
             p[1] = length;
-            p[0] = (uintptr_t)type;
+            publish_major(p, type);
         }
         lull_exit_critical(t);
         if (LULL_LIKELY(p)) {

@@ -66,7 +66,8 @@ int lull_space_init_aligned(size_t reserve, size_t align)
     h->blocks = lull_os_reserve_rw(h->blocks_bytes);
     h->mark_bits = lull_os_reserve_rw(h->mark_bytes);
     h->cards = lull_os_reserve_rw(h->cards_bytes);
-    if (!h->blocks || !h->mark_bits || !h->cards) {
+    h->union_cards = lull_os_reserve_rw(h->cards_bytes);
+    if (!h->blocks || !h->mark_bits || !h->cards || !h->union_cards) {
         lull_space_fini();
         return -1;
     }
@@ -83,6 +84,7 @@ void lull_space_fini(void)
     lull_os_unreserve(h->blocks, h->blocks_bytes);
     lull_os_unreserve(h->mark_bits, h->mark_bytes);
     lull_os_unreserve(h->cards, h->cards_bytes);
+    lull_os_unreserve(h->union_cards, h->cards_bytes);
     lull_os_unreserve((void *)h->start, h->reserve);
     memset(h, 0, sizeof *h);
     space_g.free_runs = LULL_NO_BLOCK;

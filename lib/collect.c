@@ -16,8 +16,10 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "heap.h"
 #include "mark.h"
@@ -50,6 +52,9 @@ static struct {
     lull_pause_hook pause_hook;
     void *pause_hook_data;
 } collect_g = { .gc_lock_once = PTHREAD_ONCE_INIT };
+
+/* lull_set_allow_synchronous_major's switch: read without the lock. */
+static atomic_bool allow_sync_major = true;
 
 static void gc_lock_init(void)
 {
@@ -84,6 +89,7 @@ void lull_collect_init(void)
     collect_g.pause_hook = NULL;
     collect_g.pause_hook_data = NULL;
     collect_g.ncollections = 0;
+    atomic_store_explicit(&allow_sync_major, lull_cfg.allow_synchronous_major, memory_order_relaxed);
     lull_policy_init();
 }
 
@@ -105,10 +111,20 @@ __attribute__((noinline)) static void clear_stack_below(void)
     __asm__ __volatile__("" : : "r"(buf) : "memory");
 }
 
-void lull_collect_locked(int generation, const char *reason)
+void lull_collect_locked(int what, const char *reason)
 {
     lull_thread *self = lull_thread_self;
-    bool major = generation == LULL_GEN_MAJOR;
+    bool marking = lull_marking();
+    if (what == LULL_GEN_MAJOR && marking)
+        what = LULL_COLLECT_MAJOR_FINISH;       /* finish it with the world stopped */
+    if ((what == LULL_COLLECT_MAJOR_START && marking) || (what == LULL_COLLECT_MAJOR_FINISH && !marking))
+        what = LULL_GEN_NURSERY;                /* nothing to start or finish: a minor */
+    /* volatile: live across lull_capture_registers (getcontext) */
+    volatile bool start = what == LULL_COLLECT_MAJOR_START, finish = what == LULL_COLLECT_MAJOR_FINISH;
+    volatile bool ends_major = what == LULL_GEN_MAJOR || finish;
+    /* Synchronous: the whole mark with the world stopped, or the rest of a
+     * concurrent one whose background work had not finished. */
+    bool synchronous = what == LULL_GEN_MAJOR || (finish && !lull_mark_ready());
     uint64_t t0 = lull_now_ns();
 
     /* This thread's roots are its registers and stack as they are here, on
@@ -124,10 +140,13 @@ void lull_collect_locked(int generation, const char *reason)
         lull_stw_record_roots(self, (uintptr_t)&entry);
     }
 
+    /* The concurrent mark's worker joins the pause's work instead. */
+    lull_mark_stop_background();
+
     /* Stop: afterwards every other attached thread sits in the suspend
      * handler with its live stack range recorded, outside any critical
      * region. */
-    LULL_PROBE2(collection_begin, generation, reason);
+    LULL_PROBE2(collection_begin, ends_major || start ? LULL_GEN_MAJOR : LULL_GEN_NURSERY, reason);
     lull_stw_stop(self);
     LULL_PROBE1(world_stopped, lull_threads_count());
 
@@ -136,7 +155,12 @@ void lull_collect_locked(int generation, const char *reason)
     LULL_PROBE1(minor_end, promoted);
 
     uint64_t live = 0;
-    if (major) {
+    if (start) {
+        /* Initial pause of a concurrent major: grey the roots; worker 0
+         * marks once the world runs again. */
+        lull_policy_note_mark_start();
+        lull_mark_begin_concurrent();
+    } else if (ends_major) {
         /* Retire the allocation caches: the slots they still hold are free
          * (word 0 is 0) and the sweep re-lists them. */
         uint64_t unused = 0;
@@ -144,19 +168,25 @@ void lull_collect_locked(int generation, const char *reason)
             unused += lull_major_drop_caches(&t->caches);
         lull_policy_note_unused(unused);
 
-        /* Mark: every mark bit is clear before (checked in checked
-         * builds); afterwards exactly the objects reachable from stacks,
-         * registers and registered roots are marked, the nursery's pinned
-         * survivors included. */
-        lull_mark_assert_all_clear();
         lull_tracer tr = { .id = 0 };
-        lull_roots_scan_threads(lull_mark_conservative, &tr);
-        lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
-        if (lull_cfg.verify_parallel)
-            lull_mark_verify_parallel_save();
-        lull_mark_drain(&tr);
-        if (lull_cfg.verify_parallel && lull_workers_count())
-            lull_mark_verify_parallel_check(&tr);
+        if (finish) {
+            /* Final pause: roots, the union table's cards and what the
+             * background left, drained by every worker. */
+            lull_mark_finish(&tr);
+        } else {
+            /* Mark: every mark bit is clear before (checked in checked
+             * builds); afterwards exactly the objects reachable from
+             * stacks, registers and registered roots are marked, the
+             * nursery's pinned survivors included. */
+            lull_mark_assert_all_clear();
+            lull_roots_scan_threads(lull_mark_conservative, &tr);
+            lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
+            if (lull_cfg.verify_parallel)
+                lull_mark_verify_parallel_save();
+            lull_mark_drain(&tr);
+            if (lull_cfg.verify_parallel && lull_workers_count())
+                lull_mark_verify_parallel_check(&tr);
+        }
         lull_tracer_release(&tr);
         LULL_PROBE1(mark_end, lull_mark_overflows());
         if (lull_cfg.verify)
@@ -170,9 +200,11 @@ void lull_collect_locked(int generation, const char *reason)
 
         lull_policy_after_major(live);
     }
-    collect_g.ncollections++;
+    if (!start)
+        collect_g.ncollections++;
 
     lull_stw_restart(self);
+    lull_mark_resume_background();
     uint64_t pause = lull_now_ns() - t0;
     LULL_PROBE2(pause_end, collect_g.ncollections, pause);
 
@@ -183,31 +215,60 @@ void lull_collect_locked(int generation, const char *reason)
     clear_stack_below();
     __asm__ __volatile__("" : : "r"(&entry) : "memory");   /* `entry` lives until here */
 
-    enum lull_pause_kind kind = major ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
+    bool major_pause = start || ends_major;
+    enum lull_pause_kind kind = major_pause ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
     lull_stats_record_pause(kind, pause);
-    lull_stats_record_collection(kind, 1, live);
+    if (!start)
+        lull_stats_record_collection(kind, synchronous, live);
     if (collect_g.pause_hook) {
-        lull_pause_event ev = { .generation = generation, .collection = collect_g.ncollections,
-                                .start_ns = t0, .duration_ns = pause };
+        lull_pause_event ev = { .generation = major_pause ? LULL_GEN_MAJOR : LULL_GEN_NURSERY,
+                                .collection = collect_g.ncollections + (start ? 1 : 0),
+                                .start_ns = t0, .duration_ns = pause,
+                                .phase = start ? LULL_PHASE_INITIAL : finish ? LULL_PHASE_FINAL : LULL_PHASE_WHOLE };
         collect_g.pause_hook(&ev, collect_g.pause_hook_data);
     }
     if (lull_cfg.log) {
-        if (major) {
-            uint64_t marked, by_stopper;
+        if (ends_major) {
+            uint64_t marked, by_stopper, precleaned = 0, final_cards = 0;
             lull_mark_last_work(&marked, &by_stopper);
+            if (finish)
+                lull_mark_concurrent_work(&precleaned, &final_cards);
+            char conc[160] = "";
+            if (finish)
+                snprintf(conc, sizeof conc, ", concurrent mark %s: %llu cards precleaned, %llu rescanned in the pause",
+                         synchronous ? "finished early" : "done",
+                         (unsigned long long)precleaned, (unsigned long long)final_cards);
             fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s\n",
+                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s%s\n",
                     (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
                     (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0,
                     (double)live / 1048576.0,
                     (double)lull_heap_bytes_held() / 1048576.0, (unsigned long long)marked,
                     (unsigned long long)(marked - by_stopper),
-                    lull_mark_overflows() ? " (mark stack overflowed)" : "");
+                    conc, lull_mark_overflows() ? " (mark stack overflowed)" : "");
+        } else if (start) {
+            fprintf(stderr, "lull: collection %llu (major start, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB "
+                    "by workers), concurrent mark begins\n", (unsigned long long)collect_g.ncollections + 1,
+                    reason, (double)pause / 1e6, (double)promoted / 1024.0,
+                    (double)lull_nursery_promoted_by_workers() / 1024.0);
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers)\n", (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
-                    (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0);
+                    "workers)%s\n", (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
+                    (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0,
+                    marking ? " (a concurrent mark runs)" : "");
     }
+}
+
+/* Wait, without the gc lock, until the background job of mark cycle
+ * `cycle` is done; false: another thread finished that mark meanwhile. */
+static bool wait_for_mark(uint64_t cycle)
+{
+    while (lull_marking() && lull_mark_cycle() == cycle && !lull_mark_ready()) {
+        lull_gc_unlock();
+        usleep(200);
+        lull_gc_lock();
+    }
+    return lull_marking() && lull_mark_cycle() == cycle;
 }
 
 void lull_collect(int generation)
@@ -217,14 +278,29 @@ void lull_collect(int generation)
     if (generation != LULL_GEN_NURSERY && generation != LULL_GEN_MAJOR)
         lull_fatal("lull_collect", "unknown generation %d (LULL_GEN_NURSERY or LULL_GEN_MAJOR)", generation);
     lull_gc_lock();
-    lull_collect_locked(generation, "explicit");
+    if (generation == LULL_GEN_MAJOR && lull_cfg.major == LULL_MAJOR_CONCURRENT) {
+        /* A complete concurrent major from a start after this call: finish
+         * the one that runs (it began before), then run one whole. */
+        if (lull_marking())
+            lull_collect_locked(LULL_COLLECT_MAJOR_FINISH, "explicit");
+        lull_collect_locked(LULL_COLLECT_MAJOR_START, "explicit");
+        if (wait_for_mark(lull_mark_cycle()))
+            lull_collect_locked(LULL_COLLECT_MAJOR_FINISH, "explicit");
+    } else {
+        lull_collect_locked(generation, "explicit");
+    }
     lull_gc_unlock();
+}
+
+bool lull_synchronous_major_allowed(void)
+{
+    return atomic_load_explicit(&allow_sync_major, memory_order_relaxed);
 }
 
 bool lull_set_allow_synchronous_major(bool allow)
 {
-    /* Every major is synchronous until concurrent marking exists: the
-     * request cannot be honoured. */
-    (void)allow;
-    return false;
+    if (!lull_is_initialised() || lull_cfg.major != LULL_MAJOR_CONCURRENT)
+        return false;     /* no concurrent majors (major=stw, or no lull): cannot be honoured */
+    atomic_store_explicit(&allow_sync_major, allow, memory_order_relaxed);
+    return true;
 }

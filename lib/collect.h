@@ -21,7 +21,13 @@ void lull_gc_lock(void);
 void lull_gc_unlock(void);
 
 /* A full stop-the-world collection (gc lock held). */
-void lull_collect_locked(int generation, const char *reason);
+/* What lull_collect_locked runs: LULL_GEN_NURSERY (a minor), LULL_GEN_MAJOR
+ * (a synchronous major; while a concurrent mark runs, that mark finished
+ * with the world stopped), or one of the two pauses of a concurrent major. */
+enum { LULL_COLLECT_MAJOR_START = 2, LULL_COLLECT_MAJOR_FINISH = 3 };
+void lull_collect_locked(int what, const char *reason);
+/* A synchronous major may run (allow-synchronous-major, and the switch). */
+bool lull_synchronous_major_allowed(void);
 /* Collections completed since lull_init (gc lock held). */
 uint64_t lull_collect_count(void);
 

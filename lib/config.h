@@ -34,6 +34,9 @@ typedef struct lull_config {
     bool clear_nursery;           /* after each minor: poison the nursery's free fragments */
     bool verify_parallel;         /* after each parallel mark: re-mark serially and compare */
     bool plant_mark_fault;        /* testing verify-parallel: each parallel mark loses an object */
+    bool verify_concurrent;       /* final pause: re-mark from the roots, every reachable object marked */
+    bool check_mod_union;         /* final pause: marked -> unmarked references lie on dirty cards */
+    unsigned mark_delay_us;       /* the background marker sleeps this long every 64 objects */
 } lull_config;
 
 /* Fill *cfg with defaults, then apply `params`, then LULL_GC_PARAMS, then

@@ -89,6 +89,8 @@ typedef struct lull_heap {
     lull_block *blocks;       /* nblocks descriptors */
     uint64_t   *mark_bits;    /* one bit per granule */
     uint8_t    *cards;        /* one byte per card */
+    uint8_t    *union_cards;  /* the union (mod-union) card table: cards a minor
+                                 cleared while a concurrent mark ran (mark.c) */
     size_t      mark_bytes, cards_bytes, blocks_bytes;
 } lull_heap;
 
@@ -137,6 +139,18 @@ static inline lull_block *lull_block_of(uintptr_t a)
     return &lull_heap_g.blocks[lull_block_index(a)];
 }
 
+/* ---- the concurrent mark (mark.c) ---- */
+/* True from a concurrent major's initial pause to its final pause; changes
+ * only with the world stopped, so a thread inside a critical region or a
+ * pause reads one value throughout. While it is true every object that
+ * enters the major heap is allocated black (lull_mark_new_object), and a
+ * minor records the cards it clears in the union table. */
+extern bool lull_marking_g;
+static inline bool lull_marking(void)
+{
+    return __atomic_load_n(&lull_marking_g, __ATOMIC_RELAXED);
+}
+
 /* ---- mark bits ---- */
 static inline size_t lull_granule_of(uintptr_t a)
 {
@@ -158,6 +172,20 @@ static inline bool lull_mark_set(uintptr_t obj)
     if (__atomic_load_n(w, __ATOMIC_RELAXED) & bit)
         return false;
     return !(__atomic_fetch_or(w, bit, __ATOMIC_RELAXED) & bit);
+}
+/* Allocate black: mark a new major-heap object (its header already
+ * stored, with release). Release again here, so that a marker that sees
+ * the bit (acquire) also sees the header and the zeroed body (mark.c's
+ * card scan reads only marked objects). */
+static inline void lull_mark_new_object(uintptr_t obj)
+{
+    size_t g = lull_granule_of(obj);
+    __atomic_fetch_or(&lull_heap_g.mark_bits[g >> 6], (uint64_t)1 << (g & 63), __ATOMIC_RELEASE);
+}
+static inline bool lull_is_marked_acquire(uintptr_t obj)
+{
+    size_t g = lull_granule_of(obj);
+    return (__atomic_load_n(&lull_heap_g.mark_bits[g >> 6], __ATOMIC_ACQUIRE) >> (g & 63)) & 1;
 }
 /* The same for a marker that knows no other thread marks now (one
  * marker, world stopped): no locked instruction. */

@@ -44,16 +44,20 @@ static struct {
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&init_g.init_lock);
-    if (lull_is_initialised())
+    if (lull_is_initialised()) {
         lull_gc_lock();
+        lull_mark_stop_background();   /* its grey objects are held, in both processes */
+    }
     lull_stats_lock_for_fork();
 }
 
 static void fork_parent(void)
 {
     lull_stats_unlock_after_fork();
-    if (lull_is_initialised())
+    if (lull_is_initialised()) {
+        lull_mark_resume_background();
         lull_gc_unlock();
+    }
     pthread_mutex_unlock(&init_g.init_lock);
 }
 
@@ -63,6 +67,7 @@ static void fork_child(void)
     if (lull_is_initialised()) {
         lull_threads_after_fork_child();
         lull_workers_after_fork_child();
+        lull_mark_resume_background();
         lull_gc_unlock();
     }
     pthread_mutex_unlock(&init_g.init_lock);
@@ -125,7 +130,7 @@ int lull_init(const char *params)
     lull_stats_reset();
     lull_collect_init();
     lull_threads_init();
-    lull_workers_start(cfg.mark_workers - 1);
+    lull_workers_start(cfg.mark_workers - 1, cfg.major == LULL_MAJOR_CONCURRENT);
     lull__barrier.cards = lull_heap_g.cards;
     lull__barrier.heap_start = lull_heap_g.start;
     __atomic_store_n(&lull__barrier.heap_size, lull_heap_g.reserve, __ATOMIC_RELEASE);
@@ -154,6 +159,7 @@ void lull_shutdown(void)
     lull_threads_detach();
     atomic_store_explicit(&init_g.initialised, false, memory_order_release);
     __atomic_store_n(&lull__barrier.heap_size, 0, __ATOMIC_RELEASE);
+    lull_mark_abandon();
     lull_workers_stop();
     lull_stw_uninstall();
     lull_roots_reset();

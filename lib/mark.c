@@ -2,13 +2,16 @@
  * (mark.h describes the design). */
 #include "mark.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collect.h"
 #include "config.h"
 #include "heap.h"
 #include "nursery.h"
 #include "os.h"
+#include "roots.h"
 #include "util.h"
 #include "workers.h"
 
@@ -24,7 +27,19 @@ static struct {
     bool plant;                 /* plant-mark-fault: this drain loses an object */
     atomic_bool planted;        /* ...and has done so */
     size_t shadow_bytes;
+    /* The concurrent mark (mark.h). Written in pauses, with the background
+     * job stopped; the job owns `held` while it runs. */
+    bool ignore_nursery;        /* the nursery is the minors' until the final pause */
+    bool atomic_marks;          /* mutators allocate black meanwhile: marks are fetch-ors */
+    bool plant_ok;              /* this drain is checked by verify-parallel */
+    lull_grey_section *held;    /* its grey objects between runs of the job */
+    atomic_bool bg_done;        /* the job found nothing left to do */
+    uint64_t cycle;             /* concurrent marks begun */
+    uint64_t final_cards;       /* union cards the last final pause rescanned */
+    atomic_uint_fast64_t precleaned;     /* ... and the job rescanned meanwhile */
 } mark_g;
+
+bool lull_marking_g;
 
 void lull_mark_init(unsigned long stack_limit_entries)
 {
@@ -32,14 +47,17 @@ void lull_mark_init(unsigned long stack_limit_entries)
     mark_g.overflows = 0;
     mark_g.shadow_roots = mark_g.shadow_parallel = NULL;
     mark_g.shadow_bytes = 0;
-    if (lull_cfg.verify_parallel) {
+    mark_g.held = NULL;
+    mark_g.ignore_nursery = mark_g.atomic_marks = false;
+    __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
+    if (lull_cfg.verify_parallel || lull_cfg.verify_concurrent || lull_cfg.check_mod_union) {
         /* Reserved, committed by the kernel as touched: only the bitmap
          * words below the frontier are ever copied. */
         mark_g.shadow_bytes = lull_heap_g.mark_bytes;
         mark_g.shadow_roots = lull_os_reserve_rw(mark_g.shadow_bytes);
         mark_g.shadow_parallel = lull_os_reserve_rw(mark_g.shadow_bytes);
         if (!mark_g.shadow_roots || !mark_g.shadow_parallel)
-            lull_fatal("lull_init", "verify-parallel: cannot reserve %zu MiB for shadow mark bitmaps",
+            lull_fatal("lull_init", "verify-parallel/verify-concurrent: cannot reserve %zu MiB for shadow mark bitmaps",
                        mark_g.shadow_bytes >> 20);
     }
 }
@@ -60,7 +78,7 @@ void lull_mark_fini(void)
 
 static inline bool mark_set(const lull_tracer *tr, uintptr_t obj)
 {
-    return tr->share ? lull_mark_set(obj) : lull_mark_set_single(obj);
+    return tr->share || mark_g.atomic_marks ? lull_mark_set(obj) : lull_mark_set_single(obj);
 }
 
 /* Grey `v` if it is a reference to an unmarked object. References point to
@@ -74,7 +92,7 @@ static inline void mark_ref(lull_tracer *tr, uintptr_t v)
         if (mark_set(tr, v) && b->has_refs)
             lull_tracer_push(tr, v);
     } else if ((b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0) ||
-               b->state == LULL_BLOCK_NURSERY) {
+               (b->state == LULL_BLOCK_NURSERY && !mark_g.ignore_nursery)) {
         /* A large object, or a survivor of the minor that began this major
          * (pinned in the nursery; a typeless word there is free space). */
         const lull_type *t = lull_header_type(*(uintptr_t *)v);
@@ -133,7 +151,7 @@ static void mark_word(uintptr_t v, void *ctx)
 {
     lull_tracer *tr = ctx;
     uintptr_t obj = lull_find_object(v, true);
-    if (!obj || !mark_set(tr, obj))
+    if (!obj || (mark_g.ignore_nursery && lull_in_nursery(obj)) || !mark_set(tr, obj))
         return;
     lull_block *b = lull_block_of(obj);
     if (b->state == LULL_BLOCK_SMALL ? b->has_refs : lull_type_has_refs(lull_header_type(*(uintptr_t *)obj)))
@@ -222,8 +240,9 @@ static void drain(lull_tracer *tr, bool parallel)
 
 void lull_mark_drain(lull_tracer *tr)
 {
+    mark_g.plant_ok = true;
     /* Planted only where verify-parallel checks (several markers). */
-    mark_g.plant = lull_cfg.plant_mark_fault && lull_workers_count();
+    mark_g.plant = lull_cfg.plant_mark_fault && lull_workers_count() && mark_g.plant_ok;
     atomic_store(&mark_g.planted, false);
     mark_g.overflows = 0;
     mark_g.scanned_by_stopper = 0;
@@ -240,6 +259,241 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
 {
     *total = atomic_load(&mark_g.scanned);
     *by_stopper = mark_g.scanned_by_stopper;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The concurrent mark                                                      */
+/* ------------------------------------------------------------------------ */
+
+#define CARDS_PER_BLOCK   (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
+#define POLL_EVERY        64u    /* objects the job scans between looks at its stop flag */
+#define PRECLEAN_PASSES   8u     /* passes over the union table after which a pass that
+                                    finds no fewer cards than the last ends the job */
+
+/* The marked objects of SMALL block bi (size class cls) that overlap
+ * [lo, hi): rescanned whole. Unmarked ones are left alone: a white object
+ * is scanned whole once it is reached, and a free slot may be being
+ * allocated right now (the acquire of its mark bit pairs with the release
+ * of allocate-black: lull_mark_new_object). */
+static void rescan_small(lull_tracer *tr, uint32_t bi, unsigned cls, uintptr_t lo, uintptr_t hi)
+{
+    uint32_t sz = lull_class_size[cls], n = lull_class_slots[cls];
+    uintptr_t base = lull_block_addr(bi);
+    uint32_t s0 = (uint32_t)((lo - base) / sz), s1 = (uint32_t)((hi - 1 - base) / sz);
+    if (s1 >= n)
+        s1 = n - 1;
+    for (uint32_t s = s0; s <= s1 && s0 < n; s++) {
+        uintptr_t obj = base + (uintptr_t)s * sz;
+        if (lull_is_marked_acquire(obj) && __atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE))
+            scan_object(tr, obj);
+    }
+}
+
+/* Rescan the marked objects on the union table's dirty cards, clearing
+ * each card first; returns how many cards were dirty. The union table is
+ * only ever touched by one thread at a time: the minors' tracers write it
+ * with the world stopped, the background job reads and clears it while
+ * the world runs, the final pause reads and clears it. Only blocks that
+ * can hold references get union cards (nursery.c), and such blocks are
+ * neither freed nor re-formatted while a mark runs (the sweep waits for
+ * the final pause), so their descriptors are stable here.
+ *
+ * Why the live card table is not precleaned too: it is the minors'
+ * remembered set. Clearing one of its cards would oblige the cleaner to
+ * re-mark it for every slot that still points into the nursery, in
+ * unmarked objects too, which it cannot read safely while a free slot on
+ * the card is being allocated. The final pause's minor moves every live
+ * card it clears into the union table, so the final rescan sees them. */
+static size_t scan_union(lull_tracer *tr, bool concurrent)
+{
+    uint8_t *u = lull_heap_g.union_cards;
+    uint32_t frontier = lull_frontier();
+    size_t found = 0;
+    for (uint32_t bi = 0; bi < frontier; bi++) {
+        uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
+        const uint64_t *w = (const uint64_t *)uc;
+        uint64_t any = 0;
+        for (size_t k = 0; k < CARDS_PER_BLOCK / 8; k++)
+            any |= w[k];
+        if (!any)
+            continue;
+        if (concurrent && lull_workers_background_stopping())
+            break;      /* the rest waits for the next run, or the final pause */
+        const lull_block *b = &lull_heap_g.blocks[bi];
+        uintptr_t base = lull_block_addr(bi);
+        for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
+            if (!uc[c])
+                continue;
+            uc[c] = 0;
+            found++;
+            uintptr_t lo = base + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
+            if (b->state == LULL_BLOCK_SMALL) {
+                rescan_small(tr, bi, b->size_class, lo, hi);
+            } else if (b->state == LULL_BLOCK_LARGE_HEAD || b->state == LULL_BLOCK_LARGE_TAIL) {
+                uintptr_t obj = lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
+                if (lull_is_marked_acquire(obj) && !lull_trace_slots_in(obj, lo, hi, visit, tr))
+                    lull_trace_slots(obj, visit, tr);
+            }
+        }
+    }
+    return found;
+}
+
+/* Drain while the world runs; false: asked to stop (the grey objects left
+ * stay on tr's stack). LULL_GC_DEBUG=mark-delay=N sleeps N us after every
+ * POLL_EVERY objects, to stretch a mark over many minors. */
+static bool drain_background(lull_tracer *tr)
+{
+    uintptr_t obj;
+    unsigned n = 0;
+    uint64_t before = tr->scanned;
+    bool go = true;
+    while (lull_tracer_pop(tr, &obj)) {
+        tr->scanned++;
+        scan_object(tr, obj);
+        if (++n % POLL_EVERY == 0) {
+            if (lull_workers_background_stopping()) {
+                go = false;
+                break;
+            }
+            if (lull_cfg.mark_delay_us)
+                usleep((useconds_t)lull_cfg.mark_delay_us);
+        }
+    }
+    atomic_fetch_add(&mark_g.scanned, tr->scanned - before);
+    return go && !lull_workers_background_stopping();
+}
+
+/* The background job (worker 0, world running): blacken, then preclean the
+ * union table and blacken what that greyed, until a pass finds no dirty
+ * card or stops shrinking the work; then say so (lull_mark_ready). The
+ * final pause does what is left. */
+static void background_job(lull_tracer *tr, void *arg)
+{
+    (void)arg;
+    lull_tracer_adopt(tr, mark_g.held);
+    mark_g.held = NULL;
+    tr->share = false;
+    size_t last = SIZE_MAX;
+    for (unsigned pass = 1;; pass++) {
+        if (!drain_background(tr))
+            break;
+        size_t found = scan_union(tr, true);
+        atomic_fetch_add(&mark_g.precleaned, found);
+        if (lull_workers_background_stopping())
+            break;
+        if (!found || (pass >= PRECLEAN_PASSES && found >= last)) {
+            if (!drain_background(tr))
+                break;
+            atomic_store(&mark_g.bg_done, true);
+            break;
+        }
+        last = found;
+    }
+    mark_g.held = lull_tracer_take(tr);
+}
+
+void lull_mark_begin_concurrent(void)
+{
+    lull_mark_assert_all_clear();
+    __atomic_store_n(&lull_marking_g, true, __ATOMIC_RELAXED);
+    mark_g.ignore_nursery = true;
+    mark_g.atomic_marks = true;
+    mark_g.plant = false;
+    mark_g.cycle++;
+    mark_g.overflows = 0;
+    mark_g.scanned_by_stopper = 0;
+    atomic_store(&mark_g.scanned, 0);
+    atomic_store(&mark_g.precleaned, 0);
+    atomic_store(&mark_g.bg_done, false);
+    lull_tracer tr = { .id = 0 };
+    lull_roots_scan_threads(lull_mark_conservative, &tr);
+    lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
+    mark_g.held = lull_tracer_take(&tr);
+}
+
+void lull_mark_hold(lull_tracer *side)
+{
+    lull_grey_section *chain = lull_tracer_take(side);
+    if (!chain)
+        return;
+    /* Put it under the held chain, not on top: held's top is usually the
+     * deepest part of the graph walk. Either order is correct. */
+    lull_tracer t = { .cur = mark_g.held };
+    lull_tracer_adopt(&t, chain);
+    mark_g.held = t.cur;
+    atomic_store(&mark_g.bg_done, false);
+}
+
+void lull_mark_resume_background(void)
+{
+    if (lull_marking() && !atomic_load(&mark_g.bg_done) && lull_workers_can_background())
+        lull_workers_start_background(background_job, NULL);
+}
+
+void lull_mark_stop_background(void)
+{
+    if (lull_marking())
+        lull_workers_stop_background();
+}
+
+bool lull_mark_ready(void)
+{
+    return !lull_workers_can_background() || atomic_load(&mark_g.bg_done);
+}
+
+uint64_t lull_mark_cycle(void)
+{
+    return mark_g.cycle;
+}
+
+static void verify_concurrent(lull_tracer *tr);
+static void check_mod_union(void);
+
+void lull_mark_finish(lull_tracer *tr)
+{
+    if (lull_cfg.check_mod_union)
+        check_mod_union();
+    /* Nursery survivors are the final pause's to mark: the minor just
+     * before left only pinned objects there. */
+    mark_g.ignore_nursery = false;
+    lull_tracer_adopt(tr, mark_g.held);
+    mark_g.held = NULL;
+    lull_roots_scan_threads(lull_mark_conservative, tr);
+    lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, tr);
+    mark_g.final_cards = scan_union(tr, false);
+    /* verify-parallel checks this drain as it does a synchronous one: the
+     * serial re-mark starts from every object marked now (the roots, what
+     * the cards greyed, and all the concurrent mark blackened), whose
+     * closure must be what the parallel drain reaches. */
+    if (lull_cfg.verify_parallel)
+        lull_mark_verify_parallel_save();
+    uint64_t concurrent = atomic_load(&mark_g.scanned);
+    lull_mark_drain(tr);
+    atomic_fetch_add(&mark_g.scanned, concurrent);
+    if (lull_cfg.verify_parallel && lull_workers_count())
+        lull_mark_verify_parallel_check(tr);
+    if (lull_cfg.verify_concurrent)
+        verify_concurrent(tr);
+    mark_g.atomic_marks = false;
+    __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
+}
+
+void lull_mark_abandon(void)
+{
+    if (!lull_marking())
+        return;
+    lull_workers_stop_background();
+    lull_trace_release_chain(mark_g.held);
+    mark_g.held = NULL;
+    mark_g.ignore_nursery = mark_g.atomic_marks = false;
+    __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
+}
+
+void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards)
+{
+    *precleaned = atomic_load(&mark_g.precleaned);
+    *final_cards = mark_g.final_cards;
 }
 
 static size_t bitmap_words(void)
@@ -300,4 +554,133 @@ void lull_mark_verify_parallel_check(lull_tracer *tr)
                    serial ? "marked" : "unmarked", serial ? "unmarked" : "marked",
                    serial ? "lost a reachable object" : "marked an unreachable object");
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* check-mod-union                                                          */
+/* ------------------------------------------------------------------------ */
+
+static void check_mod_union_slot(void **slotp, void *ctx)
+{
+    uintptr_t holder = (uintptr_t)ctx, v = (uintptr_t)*slotp;
+    if (!lull_in_committed(v) || lull_in_nursery(v) || lull_is_marked(v))
+        return;
+    size_t card = ((uintptr_t)slotp - lull_heap_g.start) >> LULL_CARD_SHIFT;
+    if (lull_heap_g.cards[card] || lull_heap_g.union_cards[card])
+        return;
+    const lull_type *t = lull_header_type(*(uintptr_t *)holder);
+    lull_fatal("check-mod-union", "object %p (type %s), marked and scanned, holds at offset %zu a reference to "
+               "unmarked %p on a clean card (neither the card table nor the union table): the concurrent mark "
+               "would free a reachable object (a store without lull_store, or a minor that cleared a card "
+               "without recording it)", (void *)holder, t && t->name ? t->name : "?",
+               (size_t)((uintptr_t)slotp - holder), (void *)v);
+}
+
+static void check_mod_union_object(uintptr_t obj, void *ctx)
+{
+    (void)ctx;
+    size_t g = lull_granule_of(obj);
+    if ((mark_g.shadow_roots[g >> 6] >> (g & 63)) & 1)
+        return;     /* grey: not scanned yet */
+    lull_trace_slots(obj, check_mod_union_slot, (void *)obj);
+}
+
+static void set_shadow(uintptr_t obj, void *ctx)
+{
+    (void)ctx;
+    size_t g = lull_granule_of(obj);
+    mark_g.shadow_roots[g >> 6] |= (uint64_t)1 << (g & 63);
+}
+
+/* At the final pause, before anything is rescanned (world stopped): every
+ * marked object that is not grey (held) has been scanned, so a reference it
+ * holds to an unmarked object outside the nursery was stored after the
+ * scan, and its card must be dirty in one of the two tables. Not checked
+ * after an overflow (marked objects may be unscanned then). */
+static void check_mod_union(void)
+{
+    if (lull_trace_overflow_pending())
+        return;
+    memset(mark_g.shadow_roots, 0, bitmap_words() * sizeof(uint64_t));
+    for (lull_grey_section *s = mark_g.held; s; s = s->prev)
+        for (size_t i = 0; i < s->top; i++)
+            set_shadow(s->item[i], NULL);
+    lull_heap_each_marked(true, check_mod_union_object, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* verify-concurrent                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct referrer_ctx {
+    uintptr_t target, found;
+    size_t offset;
+    uintptr_t obj;
+} referrer_ctx;
+
+static void referrer_slot(void **slot, void *ctx)
+{
+    referrer_ctx *r = ctx;
+    if (!r->found && (uintptr_t)__atomic_load_n(slot, __ATOMIC_RELAXED) == r->target) {
+        r->found = r->obj;
+        r->offset = (uintptr_t)slot - r->obj;
+    }
+}
+
+static void referrer_object(uintptr_t obj, void *ctx)
+{
+    referrer_ctx *r = ctx;
+    if (r->found || obj == r->target)
+        return;
+    r->obj = obj;
+    lull_trace_slots(obj, referrer_slot, r);
+}
+
+/* After the final drain, world stopped: mark again, serially and from the
+ * roots alone, into the bitmap (the concurrent result saved aside); every
+ * object this finds must be marked by the concurrent mark too (it may have
+ * marked more: objects that died while it ran). Else abort with the path
+ * from the first such object back to a root, through objects the re-mark
+ * found (each referrer found by a walk of the heap). */
+static void verify_concurrent(lull_tracer *tr)
+{
+    size_t n = bitmap_words();
+    uint64_t *bits = lull_heap_g.mark_bits;
+    memcpy(mark_g.shadow_parallel, bits, n * sizeof(uint64_t));
+    memset(bits, 0, n * sizeof(uint64_t));
+    lull_roots_scan_threads(lull_mark_conservative, tr);
+    lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, tr);
+    drain(tr, false);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t d = bits[i] & ~mark_g.shadow_parallel[i];
+        if (!d)
+            continue;
+        uintptr_t obj = lull_heap_g.start + (((uintptr_t)i * 64 + (unsigned)__builtin_ctzll(d)) << LULL_GRANULE_SHIFT);
+        char path[1024];
+        size_t len = 0;
+        path[0] = 0;
+        uintptr_t cur = obj;
+        for (int depth = 0; depth < 8; depth++) {
+            referrer_ctx r = { .target = cur };
+            lull_heap_each_marked(true, referrer_object, &r);
+            if (!r.found) {
+                len += (size_t)snprintf(path + len, sizeof path - len, " <- a root");
+                break;
+            }
+            const lull_type *rt = lull_header_type(*(uintptr_t *)r.found);
+            len += (size_t)snprintf(path + len, sizeof path - len, " <- %p (type %s, %s, offset %zu)",
+                                    (void *)r.found, rt && rt->name ? rt->name : "?",
+                                    (mark_g.shadow_parallel[lull_granule_of(r.found) >> 6] >>
+                                     (lull_granule_of(r.found) & 63)) & 1 ? "marked" : "unmarked",
+                                    r.offset);
+            if (len >= sizeof path)
+                break;
+            cur = r.found;
+        }
+        const lull_type *t = lull_header_type(*(uintptr_t *)obj);
+        lull_fatal("verify-concurrent", "object %p (type %s) is reachable but the concurrent mark left it "
+                   "unmarked: it would be freed. Path: %p%s", (void *)obj, t && t->name ? t->name : "?",
+                   (void *)obj, path);
+    }
+    memcpy(bits, mark_g.shadow_parallel, n * sizeof(uint64_t));
 }

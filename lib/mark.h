@@ -45,6 +45,55 @@ unsigned long lull_mark_overflows(void);
  * thread did (the rest: workers). */
 void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
 
+/* ---- the concurrent mark (major=concurrent) ----
+ *
+ * Initial pause (world stopped, after its minor): begin_concurrent turns
+ * lull_marking() on and greys the roots, ignoring the nursery: minors keep
+ * running and moving it. The grey objects are held, and after every pause
+ * resume_background lets worker 0 blacken them while the world runs
+ * (reading slots atomically), then preclean the union table (mark.c).
+ * Every pause first stops that job (stop_background): workers take part in
+ * pauses, and the minors' writes of slots, cards and the union table then
+ * meet no marker (the choice of parking over making every minor store
+ * atomic against a running marker: simpler, and a pause waits at most for
+ * POLL_EVERY objects).
+ *
+ * Incremental update: every reference store marks a card (lull_store).
+ * A minor that clears a card while marking ORs it into the union table;
+ * objects that enter the major heap meanwhile are allocated black, and a
+ * minor's copies are greyed too (hold). So at the final pause every
+ * reference from a marked object to an unmarked one lies on a dirty card
+ * of the union table or the card table, or in a grey object; the final
+ * pause (finish, after its own minor, which moves its cleared cards into
+ * the union table) rescans the roots, the union table's cards and drains
+ * with every worker. The nursery is marked then, from the roots and from
+ * those cards.
+ *
+ * Cementing: a minor clears the card of a slot that points to a cemented
+ * object, and the cement table is forgotten at the end of every major, so
+ * the card must be marked again by then. The full mark does it (visit
+ * marks the card of every old slot it finds pointing into the nursery);
+ * a concurrent mark may have scanned that slot before the cementing, but
+ * the minor that cleared the card put it in the union table, whose rescan
+ * (preclean, or the final pause) visits the slot again. */
+void lull_mark_begin_concurrent(void);
+/* A minor's greyed copies (side: its tracer's private stack) join the
+ * held work; the job, if it said it was done, has work again. */
+void lull_mark_hold(lull_tracer *side);
+void lull_mark_resume_background(void);
+void lull_mark_stop_background(void);
+/* The job has finished (or cannot run: no worker thread): time for the
+ * final pause. */
+bool lull_mark_ready(void);
+/* Concurrent marks begun so far. */
+uint64_t lull_mark_cycle(void);
+/* The final pause's mark (world stopped, tr empty). */
+void lull_mark_finish(lull_tracer *tr);
+/* lull_shutdown during a mark: drop it. */
+void lull_mark_abandon(void);
+/* Union cards the last mark's job precleaned, and its final pause rescanned. */
+void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards);
+
 /* LULL_GC_DEBUG=verify-parallel (world stopped). Call save before the
  * drain, after the roots are greyed; check after the parallel drain: it
  * re-marks serially from the saved root marks into the bitmap and aborts

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "collect.h"
+#include "mark.h"
 #include "policy.h"
 #include "os.h"
 #include "roots.h"
@@ -55,11 +56,15 @@ typedef struct card_work {
 
 /* What one tracer of a minor owns: where its survivors go (a promotion
  * cache per size class, refilled under promo_lock when several tracers
- * copy) and what it promoted. Its grey objects are in its lull_tracer. */
+ * copy) and what it promoted. Its grey objects are in its lull_tracer.
+ * While a concurrent mark runs, the copies it makes are allocated black
+ * and those with references are greyed for the mark in `mark` (handed to
+ * the mark at the end of the minor: mark.h). */
 typedef struct minor_tracer {
     lull_tracer *tr;
     lull_alloc_caches promo;
     uint64_t promoted;
+    lull_tracer mark;
 } minor_tracer;
 
 /* The nursery's state: one instance (nursery_g), written by the thread
@@ -627,6 +632,14 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v)
         mt->promoted += size;
         if (refs)
             lull_tracer_push(mt->tr, c);
+        if (lull_marking()) {
+            /* Allocate black, and grey: a memcpy marks no card, so a copy
+             * left unscanned would hide from the mark what it references
+             * (objects the mark has not reached). */
+            lull_mark_set(c);
+            if (refs)
+                lull_tracer_push(&mt->mark, c);
+        }
         return c;
     }
 }
@@ -735,6 +748,7 @@ static void list_card_work(void)
 static void scan_cards(minor_tracer *mt)
 {
     uint8_t *cards = lull_heap_g.cards;
+    bool marking = lull_marking();
     for (;;) {
         size_t i0 = atomic_fetch_add_explicit(&nursery_g.next_card, CARD_CHUNK, memory_order_relaxed);
         if (i0 >= nursery_g.ncwork)
@@ -747,6 +761,9 @@ static void scan_cards(minor_tracer *mt)
             for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
                 if (!__atomic_load_n(&bc[c], __ATOMIC_RELAXED))
                     continue;
+                if (marking)   /* the mark must still see this card: mark.h */
+                    __atomic_store_n(&lull_heap_g.union_cards[(size_t)w.block * CARDS_PER_BLOCK + c], 1,
+                                     __ATOMIC_RELAXED);
                 __atomic_store_n(&bc[c], 0, __ATOMIC_RELAXED);
                 uintptr_t lo = base + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
                 if (w.size_class != UINT32_MAX)
@@ -959,6 +976,9 @@ uint64_t lull_nursery_collect(void)
         unused += lull_major_drop_caches(&nursery_g.mt[i].promo);
     }
     nursery_g.promoted_by_workers = promoted - self->promoted;
+    if (lull_marking())
+        for (unsigned i = 0; i < ntracers; i++)
+            lull_mark_hold(&nursery_g.mt[i].mark);
     lull_policy_note_unused(unused);
     if (lull_cfg.verify_nursery)
         lull_nursery_verify();

@@ -11,8 +11,11 @@
  * The rules (see policy.c): a minor when the nursery is exhausted. The
  * major heap's allowance is the live heap the last major found (so it
  * settles around twice its live size), at least 4 MiB; promotion and direct
- * allocation in the major heap use it up, and an allocation that finds it
- * used up runs a major first. An allocation that cannot get memory
+ * allocation in the major heap use it up. With major=stw an allocation
+ * that finds it used up runs a major first; with major=concurrent a
+ * concurrent major starts earlier, at a trigger paced from the last cycle
+ * (policy.c), and its final pause runs at the first decision point after
+ * its background work is done. An allocation that cannot get memory
  * (max-heap-size, or the OS refusing) runs a major and tries once more
  * before it reports ENOMEM.
  *
@@ -33,16 +36,20 @@ typedef enum {
     LULL_POLICY_DEBUG_TICK,     /* LULL_GC_DEBUG=collect-every: the Nth allocation (arg = N) */
 } lull_policy_event;
 
-/* What to collect at `ev`: LULL_GEN_NURSERY, LULL_GEN_MAJOR, or -1 for
- * nothing; *reason (when a collection is due) names why, for the log.
- * LULL_POLICY_DEBUG_TICK reads no policy state and may be asked without
- * the gc lock (allocation asks it on every allocation). */
+/* What to collect at `ev`: LULL_GEN_NURSERY, LULL_GEN_MAJOR,
+ * LULL_COLLECT_MAJOR_START or _FINISH (collect.h), or -1 for nothing; *reason (when a collection is due) names why, for the log.
+ * LULL_POLICY_DEBUG_TICK reads no policy state but lull_marking() and may
+ * be asked without the gc lock (allocation asks it on every allocation);
+ * lull_collect_locked turns a start or finish that a stale answer asked
+ * for into a minor. */
 int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **reason);
 
 /* Accounting of the major heap's allowance (gc lock held). */
 void lull_policy_note_allocated(uint64_t bytes);
 void lull_policy_note_unused(uint64_t bytes);
 void lull_policy_after_major(uint64_t live_bytes);
+/* A concurrent major's initial pause (gc lock held): pacing measures from here. */
+void lull_policy_note_mark_start(void);
 
 /* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
  * cut to a power of two at most an eighth of max-heap-size. */

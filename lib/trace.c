@@ -315,6 +315,30 @@ void lull_tracer_release(lull_tracer *tr)
     }
 }
 
+lull_grey_section *lull_tracer_take(lull_tracer *tr)
+{
+    lull_grey_section *s = tr->cur;
+    tr->cur = NULL;
+    return s;
+}
+
+void lull_tracer_adopt(lull_tracer *tr, lull_grey_section *chain)
+{
+    if (!chain)
+        return;
+    lull_grey_section *bottom = chain;
+    while (bottom->prev)
+        bottom = bottom->prev;
+    bottom->prev = tr->cur;
+    tr->cur = chain;
+}
+
+void lull_trace_release_chain(lull_grey_section *chain)
+{
+    lull_tracer t = { .cur = chain };
+    lull_tracer_release(&t);
+}
+
 bool lull_trace_shared_nonempty(void)
 {
     return atomic_load_explicit(&lull_trace_g.grey_pool.head, memory_order_relaxed) != NULL;
@@ -323,6 +347,11 @@ bool lull_trace_shared_nonempty(void)
 bool lull_trace_take_overflow(void)
 {
     return atomic_exchange(&lull_trace_g.overflow, false);
+}
+
+bool lull_trace_overflow_pending(void)
+{
+    return atomic_load(&lull_trace_g.overflow);
 }
 
 void lull_trace_note_idle(int delta)

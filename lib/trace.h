@@ -157,6 +157,14 @@ void lull_tracer_share_older(lull_tracer *tr);
 /* Give every private section back (an aborted or finished trace). */
 void lull_tracer_release(lull_tracer *tr);
 
+/* Take the whole private stack out of the tracer (NULL: it held none),
+ * and put such a chain back on top of a tracer's own: the concurrent mark
+ * keeps its grey objects across pauses this way (mark.c). */
+lull_grey_section *lull_tracer_take(lull_tracer *tr);
+void lull_tracer_adopt(lull_tracer *tr, lull_grey_section *chain);
+/* Give a taken chain's sections back. */
+void lull_trace_release_chain(lull_grey_section *chain);
+
 /* One tracer's part of a parallel drain, for every tracer of a job:
  * drain_local(tr, arg) empties tr's private stack (popping with sharing
  * on); this returns once no tracer holds a grey object and the shared pool
@@ -167,6 +175,7 @@ void lull_tracer_drain_shared(lull_tracer *tr, atomic_int *active,
 /* Shared state between tracers (trace.c). */
 bool lull_trace_shared_nonempty(void);      /* grey sections wait in the shared pool */
 bool lull_trace_take_overflow(void);        /* read and clear the overflow flag */
+bool lull_trace_overflow_pending(void);     /* read it only */
 void lull_trace_note_idle(int delta);       /* a tracer starts/stops looking for work */
 
 #endif

@@ -19,13 +19,22 @@ static struct {
     uint64_t        job_seq;     /* bumped for every job */
     uint64_t        start_seq;   /* job_seq when the threads were started */
     unsigned        running;     /* workers still inside the current job */
+    unsigned        width;       /* workers that take part in pause jobs */
+    unsigned        pause_wanted;
     lull_worker_job job;
     void           *arg;
     bool            quit;
+    /* The background job (worker 0 only; workers.h). */
+    pthread_cond_t  bg_done;     /* it returned */
+    lull_worker_job bg_job;
+    void           *bg_arg;
+    bool            bg_pending;  /* posted, not yet taken */
+    bool            bg_running;  /* inside bg_job */
+    atomic_bool     bg_stop;     /* asked to return */
     pthread_t       threads[LULL_MAX_WORKERS];
     lull_tracer     tracers[LULL_MAX_WORKERS];
 } workers_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-                .done = PTHREAD_COND_INITIALIZER };
+                .done = PTHREAD_COND_INITIALIZER, .bg_done = PTHREAD_COND_INITIALIZER };
 
 static void *worker_main(void *arg)
 {
@@ -36,18 +45,34 @@ static void *worker_main(void *arg)
      * this line would be missed, and its stopper would wait forever. */
     uint64_t seen = workers_g.start_seq;
     for (;;) {
-        while (workers_g.job_seq == seen && !workers_g.quit)
-            pthread_cond_wait(&workers_g.wake, &workers_g.lock);
         if (workers_g.quit)
             break;
-        seen = workers_g.job_seq;
-        lull_worker_job job = workers_g.job;
-        void *jarg = workers_g.arg;
-        pthread_mutex_unlock(&workers_g.lock);
-        job(tr, jarg);
-        pthread_mutex_lock(&workers_g.lock);
-        if (--workers_g.running == 0)
-            pthread_cond_signal(&workers_g.done);
+        if (workers_g.job_seq != seen) {
+            seen = workers_g.job_seq;
+            if (id >= workers_g.width)
+                continue;          /* a pause job for fewer workers */
+            lull_worker_job job = workers_g.job;
+            void *jarg = workers_g.arg;
+            pthread_mutex_unlock(&workers_g.lock);
+            job(tr, jarg);
+            pthread_mutex_lock(&workers_g.lock);
+            if (--workers_g.running == 0)
+                pthread_cond_signal(&workers_g.done);
+            continue;
+        }
+        if (id == 0 && workers_g.bg_pending) {
+            workers_g.bg_pending = false;
+            workers_g.bg_running = true;
+            lull_worker_job job = workers_g.bg_job;
+            void *jarg = workers_g.bg_arg;
+            pthread_mutex_unlock(&workers_g.lock);
+            job(tr, jarg);
+            pthread_mutex_lock(&workers_g.lock);
+            workers_g.bg_running = false;
+            pthread_cond_broadcast(&workers_g.bg_done);
+            continue;
+        }
+        pthread_cond_wait(&workers_g.wake, &workers_g.lock);
     }
     pthread_mutex_unlock(&workers_g.lock);
     return NULL;
@@ -81,16 +106,19 @@ static void start_threads(unsigned n)
         workers_g.nthreads++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    workers_g.width = workers_g.pause_wanted < workers_g.nthreads ? workers_g.pause_wanted : workers_g.nthreads;
 }
 
-void lull_workers_start(unsigned n)
+void lull_workers_start(unsigned n, bool background)
 {
-    workers_g.wanted = n;
-    start_threads(n);
+    workers_g.pause_wanted = n;
+    workers_g.wanted = n ? n : background ? 1 : 0;
+    start_threads(workers_g.wanted);
 }
 
 void lull_workers_stop(void)
 {
+    lull_workers_stop_background();
     pthread_mutex_lock(&workers_g.lock);
     workers_g.quit = true;
     pthread_cond_broadcast(&workers_g.wake);
@@ -99,7 +127,7 @@ void lull_workers_stop(void)
         pthread_join(workers_g.threads[i], NULL);
     for (unsigned i = 0; i < workers_g.nthreads; i++)
         lull_tracer_release(&workers_g.tracers[i]);
-    workers_g.nthreads = 0;
+    workers_g.nthreads = workers_g.width = 0;
     workers_g.quit = false;
 }
 
@@ -111,14 +139,16 @@ void lull_workers_after_fork_child(void)
     pthread_mutex_init(&workers_g.lock, NULL);
     pthread_cond_init(&workers_g.wake, NULL);
     pthread_cond_init(&workers_g.done, NULL);
+    pthread_cond_init(&workers_g.bg_done, NULL);
     workers_g.running = 0;
+    workers_g.bg_pending = workers_g.bg_running = false;   /* stopped before fork (init.c) */
 #if LULL_ASAN
     /* AddressSanitizer's allocator does not reset its locks at fork(): one
      * a parent thread held stays held here, and a new thread's start-up
      * (which allocates inside the sanitizer runtime) waits on it for ever
      * (seen in stress_fork, about one run in six). A child of an
      * AddressSanitizer build marks with its one thread. */
-    workers_g.nthreads = 0;
+    workers_g.nthreads = workers_g.width = 0;
     return;
 #endif
     if (workers_g.nthreads)
@@ -127,20 +157,54 @@ void lull_workers_after_fork_child(void)
 
 unsigned lull_workers_count(void)
 {
-    return workers_g.nthreads;
+    return workers_g.width;
+}
+
+bool lull_workers_can_background(void)
+{
+    return workers_g.nthreads > 0;
+}
+
+void lull_workers_start_background(lull_worker_job job, void *arg)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    LULL_ASSERT(!workers_g.bg_pending && !workers_g.bg_running && workers_g.nthreads);
+    atomic_store_explicit(&workers_g.bg_stop, false, memory_order_relaxed);
+    workers_g.bg_job = job;
+    workers_g.bg_arg = arg;
+    workers_g.bg_pending = true;
+    pthread_cond_broadcast(&workers_g.wake);
+    pthread_mutex_unlock(&workers_g.lock);
+}
+
+void lull_workers_stop_background(void)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    workers_g.bg_pending = false;       /* posted but not taken: never runs */
+    if (workers_g.bg_running) {
+        atomic_store_explicit(&workers_g.bg_stop, true, memory_order_relaxed);
+        while (workers_g.bg_running)
+            pthread_cond_wait(&workers_g.bg_done, &workers_g.lock);
+    }
+    pthread_mutex_unlock(&workers_g.lock);
+}
+
+bool lull_workers_background_stopping(void)
+{
+    return atomic_load_explicit(&workers_g.bg_stop, memory_order_relaxed);
 }
 
 void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self)
 {
-    if (!workers_g.nthreads) {
+    if (!workers_g.width) {
         job(self, arg);
         return;
     }
     pthread_mutex_lock(&workers_g.lock);
-    LULL_ASSERT(workers_g.running == 0);
+    LULL_ASSERT(workers_g.running == 0 && !workers_g.bg_running && !workers_g.bg_pending);
     workers_g.job = job;
     workers_g.arg = arg;
-    workers_g.running = workers_g.nthreads;
+    workers_g.running = workers_g.width;
     workers_g.job_seq++;
     pthread_cond_broadcast(&workers_g.wake);
     pthread_mutex_unlock(&workers_g.lock);

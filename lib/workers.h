@@ -15,22 +15,39 @@
 #ifndef LULL_WORKERS_H
 #define LULL_WORKERS_H
 
+#include <stdbool.h>
+
 #include "trace.h"
 
 #define LULL_MAX_WORKERS 64
 
 typedef void (*lull_worker_job)(lull_tracer *tr, void *arg);
 
-/* Start n worker threads (lull_init). Threads that cannot be created are
- * reported once and the collector runs with fewer. */
-void lull_workers_start(unsigned n);
+/* Start n worker threads for pause jobs (lull_init), at least one when
+ * `background` (concurrent marking needs a thread besides the mutators
+ * even with mark-workers=1; that one then takes no part in pauses).
+ * Threads that cannot be created are reported once and the collector runs
+ * with fewer. */
+void lull_workers_start(unsigned n, bool background);
 /* Stop and join them (lull_shutdown). */
 void lull_workers_stop(void);
 /* In the child of fork(): forget the parent's threads, start new ones. */
 void lull_workers_after_fork_child(void);
 
-/* Worker threads running (markers besides the stopping thread). */
+/* Worker threads that take part in pause jobs (markers besides the
+ * stopping thread). */
 unsigned lull_workers_count(void);
+
+/* The background job: one job at a time, on worker 0, while the world
+ * runs (the concurrent mark). Posted and stopped by the thread that holds
+ * the gc lock. The job polls lull_workers_background_stopping() and
+ * returns soon after it turns true; stop returns once it has (or at once
+ * if none runs). Every pause stops it first: lull_workers_run must not
+ * find it running. can_background: a thread exists to run it. */
+bool lull_workers_can_background(void);
+void lull_workers_start_background(lull_worker_job job, void *arg);
+void lull_workers_stop_background(void);
+bool lull_workers_background_stopping(void);
 
 /* Run job(tracer, arg) on every worker and on the calling thread with
  * `self`, and return when all calls have returned. Only the thread that

@@ -182,9 +182,15 @@ static void test_lifecycle(void)
     wi = workers_now();
     CHECK(wi.count == 0, "after lull_shutdown: %u lull-mark threads left", wi.count);
 
+    /* One marker in pauses; concurrent majors still need a thread of
+     * their own to mark while the world runs, stop-the-world ones do not. */
     CHECK(lull_init("mark-workers=1") == 0, "lull_init mark-workers=1");
     wi = workers_now();
-    CHECK(wi.count == 0, "mark-workers=1: %u lull-mark threads, expected none", wi.count);
+    CHECK(wi.count == 1, "mark-workers=1 (major=concurrent): %u lull-mark threads, expected 1", wi.count);
+    lull_shutdown();
+    CHECK(lull_init("mark-workers=1,major=stw") == 0, "lull_init mark-workers=1,major=stw");
+    wi = workers_now();
+    CHECK(wi.count == 0, "mark-workers=1,major=stw: %u lull-mark threads, expected none", wi.count);
     lull_shutdown();
 }
 
@@ -305,7 +311,9 @@ static void planted_child(bool plant)
 {
     CHECK(setenv("LULL_GC_DEBUG", plant ? "verify-parallel,plant-mark-fault" : "verify-parallel", 1) == 0,
           "setenv");
-    CHECK(lull_init("mark-workers=2") == 0, "lull_init");
+    /* A synchronous major: its drain marks the whole graph in parallel (a
+     * concurrent major's final drain has little left to mark). */
+    CHECK(lull_init("mark-workers=2,major=stw") == 0, "lull_init");
     CHECK(lull_root_add_refs(graph_root, 1) == 0, "root");
     graph_build();
     clobber_stack();
