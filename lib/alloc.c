@@ -117,13 +117,14 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
         if (attempt) {
             /* Out of memory: collect, give back empty blocks, retry once. */
             collect_if(LULL_POLICY_OUT_OF_MEMORY, 0);
+            lull_major_sweep_all();     /* blocks it empties can go back for a large object */
             lull_major_release_empty(0);
             lull_space_release_pending();
         }
         if (bytes <= LULL_MAX_SMALL) {
             unsigned cls = lull_size_class(bytes);
             lull_alloc_cache *c = &t->caches.c[has_refs][cls];
-            if (c->head || lull_major_refill(c, has_refs, cls)) {
+            if (c->head || lull_major_refill(c, has_refs, cls, true)) {
                 p = c->head;
                 c->head = (void *)p[1];
                 c->count--;

@@ -34,7 +34,6 @@
 #include "verify.h"
 #include "workers.h"
 
-#define EMPTY_BLOCK_MAX_AGE 2   /* collections an empty block is kept committed */
 
 /* The gc lock is a binary semaphore rather than a mutex: a thread waiting
  * for it must still answer the suspend signal of the thread that holds it
@@ -67,6 +66,12 @@ void lull_gc_lock(void)
     pthread_once(&collect_g.gc_lock_once, gc_lock_init);
     while (sem_wait(&collect_g.gc_lock) != 0)
         ;   /* EINTR: a signal handler ran (sem_wait is never restarted) */
+}
+
+bool lull_gc_trylock(void)
+{
+    pthread_once(&collect_g.gc_lock_once, gc_lock_init);
+    return sem_trywait(&collect_g.gc_lock) == 0;
 }
 
 void lull_gc_unlock(void)
@@ -114,9 +119,14 @@ __attribute__((noinline)) static void clear_stack_below(void)
 void lull_collect_locked(int what, const char *reason)
 {
     lull_thread *self = lull_thread_self;
+    if (what == LULL_GEN_MAJOR && lull_marking()) {
+        /* A synchronous major while a concurrent mark runs (an allocation
+         * that failed): end that mark first. What it kept (everything live
+         * when it began, everything allocated since) may be what fills the
+         * heap, so a whole synchronous major follows. */
+        lull_collect_locked(LULL_COLLECT_MAJOR_FINISH, reason);
+    }
     bool marking = lull_marking();
-    if (what == LULL_GEN_MAJOR && marking)
-        what = LULL_COLLECT_MAJOR_FINISH;       /* finish it with the world stopped */
     if ((what == LULL_COLLECT_MAJOR_START && marking) || (what == LULL_COLLECT_MAJOR_FINISH && !marking))
         what = LULL_GEN_NURSERY;                /* nothing to start or finish: a minor */
     /* volatile: live across lull_capture_registers (getcontext) */
@@ -140,8 +150,9 @@ void lull_collect_locked(int what, const char *reason)
         lull_stw_record_roots(self, (uintptr_t)&entry);
     }
 
-    /* The concurrent mark's worker joins the pause's work instead. */
-    lull_mark_stop_background();
+    /* The background job (the concurrent mark, or the sweep) stops: its
+     * worker takes part in the pause instead. */
+    lull_workers_stop_background();
 
     /* Stop: afterwards every other attached thread sits in the suspend
      * handler with its live stack range recorded, outside any critical
@@ -159,6 +170,8 @@ void lull_collect_locked(int what, const char *reason)
         /* Initial pause of a concurrent major: grey the roots; worker 0
          * marks once the world runs again. */
         lull_policy_note_mark_start();
+        lull_major_sweep_all();
+        lull_major_assert_all_swept();
         lull_mark_begin_concurrent();
     } else if (ends_major) {
         /* Retire the allocation caches: the slots they still hold are free
@@ -178,6 +191,8 @@ void lull_collect_locked(int what, const char *reason)
              * builds); afterwards exactly the objects reachable from
              * stacks, registers and registered roots are marked, the
              * nursery's pinned survivors included. */
+            lull_major_sweep_all();
+            lull_major_assert_all_swept();
             lull_mark_assert_all_clear();
             lull_roots_scan_threads(lull_mark_conservative, &tr);
             lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
@@ -192,10 +207,14 @@ void lull_collect_locked(int what, const char *reason)
         if (lull_cfg.verify)
             lull_verify_marked();
 
-        /* Sweep: unmarked objects are freed, mark bits cleared again. Empty
-         * blocks kept long enough go back to the OS. */
-        live = lull_major_sweep(lull_cfg.poison) + lull_los_sweep() + lull_nursery_after_major();
-        lull_major_release_empty(EMPTY_BLOCK_MAX_AGE);
+        /* Sweep: large objects and the nursery's survivors now; the
+         * small-object blocks lazily (heap.h), their live bytes counted
+         * from the mark bits. Empty blocks kept long enough go back to the
+         * OS. */
+        live = lull_major_sweep_begin() + lull_los_sweep() + lull_nursery_after_major();
+        if (lull_cfg.poison)
+            lull_major_sweep_all();   /* freed memory reads as poison at once, not when swept */
+        lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
         LULL_PROBE1(sweep_end, live);
 
         lull_policy_after_major(live);
@@ -204,7 +223,8 @@ void lull_collect_locked(int what, const char *reason)
         collect_g.ncollections++;
 
     lull_stw_restart(self);
-    lull_mark_resume_background();
+    if (!lull_mark_resume_background())
+        lull_major_resume_sweep();
     uint64_t pause = lull_now_ns() - t0;
     LULL_PROBE2(pause_end, collect_g.ncollections, pause);
 

@@ -19,11 +19,13 @@ bool lull_is_initialised(void);
  * holds it for the whole pause, so no thread is ever stopped holding it. */
 void lull_gc_lock(void);
 void lull_gc_unlock(void);
+/* Take it if free (a collector thread that must not wait for it). */
+bool lull_gc_trylock(void);
 
 /* A full stop-the-world collection (gc lock held). */
 /* What lull_collect_locked runs: LULL_GEN_NURSERY (a minor), LULL_GEN_MAJOR
- * (a synchronous major; while a concurrent mark runs, that mark finished
- * with the world stopped), or one of the two pauses of a concurrent major. */
+ * (a synchronous major; while a concurrent mark runs, that mark's final
+ * pause first), or one of the two pauses of a concurrent major. */
 enum { LULL_COLLECT_MAJOR_START = 2, LULL_COLLECT_MAJOR_FINISH = 3 };
 void lull_collect_locked(int what, const char *reason);
 /* A synchronous major may run (allow-synchronous-major, and the switch). */

@@ -68,7 +68,8 @@ typedef struct lull_block {
     uint8_t  state;        /* enum lull_block_state */
     uint8_t  size_class;   /* SMALL */
     uint8_t  has_refs;     /* SMALL: objects may hold references */
-    uint8_t  pad_;
+    uint8_t  sweep_pending;   /* SMALL: marked by the last major, not yet swept
+                                 (major.c); objects without a mark bit are dead */
     uint32_t run_len;      /* FREE head, LARGE_HEAD: blocks in the run */
     uint32_t run_head;     /* FREE last block, LARGE_TAIL: index of the head */
     uint32_t next, prev;   /* FREE head: free-run list; SMALL/EMPTY: block lists */
@@ -295,14 +296,34 @@ typedef struct lull_alloc_caches {
 
 void lull_major_init(void);
 void lull_major_fini(void);
-/* Fill `cache` with free slots of a block of that kind. false: no memory. */
-bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls);
+/* Fill `cache` with free slots of a block of that kind. false: no memory.
+ * may_sweep: a block waiting for its sweep may be swept for it. Not in a
+ * minor: its card scan reads the mark bits of such blocks to tell live
+ * objects from dead ones, and a sweep clears them. */
+bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls, bool may_sweep);
 /* Drop a thread's caches: their slots are free (word 0 is 0) and the next
  * sweep finds them. Returns the bytes handed out but never used. */
 uint64_t lull_major_drop_caches(lull_alloc_caches *caches);
-/* Sweep the small-object blocks: free unmarked objects, rebuild the partial
- * lists, clear mark bits. Returns live bytes. */
-uint64_t lull_major_sweep(bool poison);
+/* The sweep is lazy (major.c): at the end of a major every SMALL block is
+ * only flagged sweep_pending and listed by size class (sweep_begin, which
+ * returns the live bytes the mark found, from the mark bits); a block is
+ * swept when an allocation or a promotion of its class needs room, by the
+ * background job (concurrent-sweep=yes), or by sweep_all, which the next
+ * major runs before it marks. Until then an unmarked object in a pending
+ * block is dead: walks and card scans skip it. World stopped or gc lock
+ * held for all of these. */
+uint64_t lull_major_sweep_begin(void);
+void lull_major_sweep_all(void);
+bool lull_major_sweep_pending(void);
+/* Start the background sweep job if blocks wait and concurrent-sweep=yes
+ * (after a pause, world running, gc lock held). */
+void lull_major_resume_sweep(void);
+/* Checked builds: abort unless every block is swept (a mark begins). */
+void lull_major_assert_all_swept(void);
+/* Blocks swept so far by the background job, and on demand. */
+void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand);
+/* Collections an empty block is kept committed before it goes back. */
+#define LULL_EMPTY_BLOCK_MAX_AGE 2
 /* Queue EMPTY blocks that stayed unused for `min_age` collections for
  * release to the block space (lull_space_release_pending). */
 void lull_major_release_empty(uint32_t min_age);

@@ -46,7 +46,7 @@ static void fork_prepare(void)
     pthread_mutex_lock(&init_g.init_lock);
     if (lull_is_initialised()) {
         lull_gc_lock();
-        lull_mark_stop_background();   /* its grey objects are held, in both processes */
+        lull_workers_stop_background();   /* a mark's grey objects are held, in both processes */
     }
     lull_stats_lock_for_fork();
 }
@@ -55,7 +55,8 @@ static void fork_parent(void)
 {
     lull_stats_unlock_after_fork();
     if (lull_is_initialised()) {
-        lull_mark_resume_background();
+        if (!lull_mark_resume_background())
+            lull_major_resume_sweep();
         lull_gc_unlock();
     }
     pthread_mutex_unlock(&init_g.init_lock);
@@ -67,7 +68,8 @@ static void fork_child(void)
     if (lull_is_initialised()) {
         lull_threads_after_fork_child();
         lull_workers_after_fork_child();
-        lull_mark_resume_background();
+        if (!lull_mark_resume_background())
+            lull_major_resume_sweep();
         lull_gc_unlock();
     }
     pthread_mutex_unlock(&init_g.init_lock);

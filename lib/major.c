@@ -17,11 +17,13 @@
  * A block whose free list was handed to a thread cache is on no list until
  * the next sweep re-lists it. */
 #include <string.h>
+#include <unistd.h>
 
 #include "collect.h"
 #include "policy.h"
 #include "heap.h"
 #include "util.h"
+#include "workers.h"
 
 unsigned lull_nclasses;
 uint32_t lull_class_size[LULL_MAX_CLASSES];
@@ -32,8 +34,12 @@ uint8_t  lull_class_of_granules[(LULL_MAX_SMALL >> LULL_GRANULE_SHIFT) + 1];
  * promotion refills also hold the nursery's promotion lock). */
 static struct {
     uint32_t partial[2][LULL_MAX_CLASSES];
+    uint32_t pending[2][LULL_MAX_CLASSES];   /* SMALL blocks waiting for their sweep */
+    uint32_t npending;
+    unsigned cursor;                         /* the background job's next list */
     uint32_t empty_list;
     uint32_t empty_count;
+    uint64_t swept_background, swept_on_demand;
 } major_g = { .empty_list = LULL_NO_BLOCK };
 
 #define POISON_BYTE 0xa5
@@ -76,7 +82,10 @@ void lull_major_init(void)
     build_size_classes();
     for (int r = 0; r < 2; r++)
         for (unsigned c = 0; c < LULL_MAX_CLASSES; c++)
-            major_g.partial[r][c] = LULL_NO_BLOCK;
+            major_g.partial[r][c] = major_g.pending[r][c] = LULL_NO_BLOCK;
+    major_g.npending = 0;
+    major_g.cursor = 0;
+    major_g.swept_background = major_g.swept_on_demand = 0;
     major_g.empty_list = LULL_NO_BLOCK;
     major_g.empty_count = 0;
 }
@@ -121,8 +130,25 @@ static uint32_t take_block(void)
     return lull_space_alloc(1);
 }
 
-bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls)
+static uint64_t sweep_block(uint32_t idx, bool poison);
+
+/* Sweep pending blocks of this kind until one has free slots (it is then
+ * on the partial list) or none is left. */
+static void sweep_for(bool has_refs, unsigned cls)
 {
+    while (major_g.partial[has_refs][cls] == LULL_NO_BLOCK && major_g.pending[has_refs][cls] != LULL_NO_BLOCK) {
+        uint32_t idx = major_g.pending[has_refs][cls];
+        major_g.pending[has_refs][cls] = B(idx)->next;
+        major_g.npending--;
+        major_g.swept_on_demand++;
+        sweep_block(idx, lull_cfg.poison);
+    }
+}
+
+bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls, bool may_sweep)
+{
+    if (may_sweep)
+        sweep_for(has_refs, cls);
     uint32_t idx = major_g.partial[has_refs][cls];
     if (idx != LULL_NO_BLOCK) {
         major_g.partial[has_refs][cls] = B(idx)->next;
@@ -159,6 +185,7 @@ static uint64_t sweep_block(uint32_t idx, bool poison)
     lull_block *b = B(idx);
     uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
     uintptr_t base = lull_block_addr(idx);
+    b->sweep_pending = 0;
     void *free_list = NULL;
     uint32_t nfree = 0, live = 0;
     for (uint32_t s = n; s-- > 0;) {
@@ -196,21 +223,124 @@ static uint64_t sweep_block(uint32_t idx, bool poison)
     return (uint64_t)live * sz;
 }
 
-uint64_t lull_major_sweep(bool poison)
+/* The live bytes of SMALL block idx: its marked objects (one mark bit per
+ * object, at its first granule) times the class size. */
+static uint64_t marked_bytes(uint32_t idx)
 {
+    const uint64_t *w = &lull_heap_g.mark_bits[lull_granule_of(lull_block_addr(idx)) >> 6];
+    uint64_t n = 0;
+    for (size_t k = 0; k < (LULL_BLOCK_SIZE >> LULL_GRANULE_SHIFT) / 64; k++)
+        n += (uint64_t)__builtin_popcountll(__atomic_load_n(&w[k], __ATOMIC_RELAXED));
+    return n * lull_class_size[B(idx)->size_class];
+}
+
+uint64_t lull_major_sweep_begin(void)
+{
+    LULL_ASSERT(major_g.npending == 0);
     for (int r = 0; r < 2; r++)
         for (unsigned c = 0; c < lull_nclasses; c++)
-            major_g.partial[r][c] = LULL_NO_BLOCK;
+            major_g.partial[r][c] = major_g.pending[r][c] = LULL_NO_BLOCK;
     uint64_t live = 0;
     uint32_t frontier = lull_frontier();
     for (uint32_t i = 0; i < frontier; i++) {
         lull_block *b = B(i);
-        if (b->state == LULL_BLOCK_SMALL)
-            live += sweep_block(i, poison);
-        else if (b->state == LULL_BLOCK_EMPTY && b->age < UINT32_MAX)
+        if (b->state == LULL_BLOCK_SMALL) {
+            live += marked_bytes(i);
+            b->sweep_pending = 1;
+            b->next = major_g.pending[b->has_refs][b->size_class];
+            major_g.pending[b->has_refs][b->size_class] = i;
+            major_g.npending++;
+        } else if (b->state == LULL_BLOCK_EMPTY && b->age < UINT32_MAX) {
             b->age++;
+        }
     }
     return live;
+}
+
+/* One pending block, from the lists in turn; false: none left. */
+static bool sweep_one(void)
+{
+    if (!major_g.npending)
+        return false;
+    unsigned nlists = 2 * lull_nclasses;
+    for (unsigned k = 0; k < nlists; k++) {
+        unsigned l = (major_g.cursor + k) % nlists;
+        int r = (int)(l / lull_nclasses);
+        unsigned c = l % lull_nclasses;
+        uint32_t idx = major_g.pending[r][c];
+        if (idx == LULL_NO_BLOCK)
+            continue;
+        major_g.pending[r][c] = B(idx)->next;
+        major_g.npending--;
+        major_g.cursor = l;
+        sweep_block(idx, lull_cfg.poison);
+        return true;
+    }
+    LULL_ASSERT(!"npending counts blocks on no list");
+    return false;
+}
+
+void lull_major_sweep_all(void)
+{
+    while (sweep_one())
+        major_g.swept_on_demand++;
+}
+
+bool lull_major_sweep_pending(void)
+{
+    return major_g.npending != 0;
+}
+
+void lull_major_assert_all_swept(void)
+{
+#ifdef LULL_CHECKED
+    uint32_t frontier = lull_frontier();
+    for (uint32_t i = 0; i < frontier; i++)
+        if (B(i)->state == LULL_BLOCK_SMALL && B(i)->sweep_pending)
+            lull_fatal("lull_collect", "assertion: a mark begins with block %u (class %u) not swept: its dead "
+                       "objects would read as live", i, (unsigned)B(i)->size_class);
+#endif
+}
+
+void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand)
+{
+    *background = major_g.swept_background;
+    *on_demand = major_g.swept_on_demand;
+}
+
+/* The background sweep (worker 0, world running). It takes the gc lock for
+ * a few blocks at a time, never waiting for it: the thread that holds it
+ * may be stopping this job (lull_workers_stop_background). Once nothing is
+ * pending it gives long-empty blocks back to the OS: madvise outside any
+ * pause. */
+#define SWEEP_BATCH 8
+static void sweep_job(lull_tracer *tr, void *arg)
+{
+    (void)tr;
+    (void)arg;
+    while (!lull_workers_background_stopping()) {
+        if (!lull_gc_trylock()) {
+            usleep(50);
+            continue;
+        }
+        bool more = true;
+        for (int k = 0; k < SWEEP_BATCH && more; k++)
+            if ((more = sweep_one()))
+                major_g.swept_background++;
+        if (!more) {
+            lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
+            lull_space_release_pending();
+        }
+        lull_gc_unlock();
+        if (!more)
+            return;
+    }
+}
+
+void lull_major_resume_sweep(void)
+{
+    if (major_g.npending && lull_cfg.concurrent_sweep && lull_workers_can_background())
+        lull_workers_start_background(sweep_job, NULL);
 }
 
 void lull_major_release_empty(uint32_t min_age)

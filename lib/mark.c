@@ -425,16 +425,13 @@ void lull_mark_hold(lull_tracer *side)
     atomic_store(&mark_g.bg_done, false);
 }
 
-void lull_mark_resume_background(void)
+bool lull_mark_resume_background(void)
 {
-    if (lull_marking() && !atomic_load(&mark_g.bg_done) && lull_workers_can_background())
+    if (!lull_marking())
+        return false;
+    if (!atomic_load(&mark_g.bg_done) && lull_workers_can_background())
         lull_workers_start_background(background_job, NULL);
-}
-
-void lull_mark_stop_background(void)
-{
-    if (lull_marking())
-        lull_workers_stop_background();
+    return true;
 }
 
 bool lull_mark_ready(void)

@@ -52,7 +52,7 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * running and moving it. The grey objects are held, and after every pause
  * resume_background lets worker 0 blacken them while the world runs
  * (reading slots atomically), then preclean the union table (mark.c).
- * Every pause first stops that job (stop_background): workers take part in
+ * Every pause first stops that job (lull_workers_stop_background): workers take part in
  * pauses, and the minors' writes of slots, cards and the union table then
  * meet no marker (the choice of parking over making every minor store
  * atomic against a running marker: simpler, and a pause waits at most for
@@ -80,8 +80,9 @@ void lull_mark_begin_concurrent(void);
 /* A minor's greyed copies (side: its tracer's private stack) join the
  * held work; the job, if it said it was done, has work again. */
 void lull_mark_hold(lull_tracer *side);
-void lull_mark_resume_background(void);
-void lull_mark_stop_background(void);
+/* After a pause: start the job again if a mark runs and has work (true:
+ * a mark runs). Stopping it is lull_workers_stop_background. */
+bool lull_mark_resume_background(void);
 /* The job has finished (or cannot run: no worker thread): time for the
  * final pause. */
 bool lull_mark_ready(void);

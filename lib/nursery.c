@@ -562,7 +562,7 @@ static uintptr_t promote_alloc(minor_tracer *mt, size_t size, bool has_refs)
     if (!c->head) {
         if (nursery_g.parallel)
             pthread_mutex_lock(&nursery_g.promo_lock);
-        bool ok = lull_major_refill(c, has_refs, cls);
+        bool ok = lull_major_refill(c, has_refs, cls, false);
         if (nursery_g.parallel)
             pthread_mutex_unlock(&nursery_g.promo_lock);
         if (!ok)
@@ -696,9 +696,9 @@ static bool block_cards_clean(const uint8_t *c)
     return true;
 }
 
-/* The objects of SMALL block bi (size class cls) that overlap [lo, hi). A
- * slot whose word 0 is zero is free, or a copy another tracer has not
- * finished (forward): skipped. */
+/* The live objects of SMALL block bi (size class cls) that overlap
+ * [lo, hi). A slot whose word 0 is zero is free, or a copy another tracer
+ * has not finished (forward): skipped. */
 static void scan_small_card(minor_tracer *mt, uint32_t bi, uint32_t cls, uintptr_t lo, uintptr_t hi)
 {
     uint32_t sz = lull_class_size[cls], n = lull_class_slots[cls];
@@ -706,9 +706,13 @@ static void scan_small_card(minor_tracer *mt, uint32_t bi, uint32_t cls, uintptr
     uint32_t s0 = (uint32_t)((lo - base) / sz), s1 = (uint32_t)((hi - 1 - base) / sz);
     if (s1 >= n)
         s1 = n - 1;
+    /* A block not yet swept since the last major holds dead objects too:
+     * only the marked ones are live (their dead neighbours' references may
+     * lead to memory reused since). */
+    bool pending = lull_heap_g.blocks[bi].sweep_pending;
     for (uint32_t s = s0; s <= s1 && s0 < n; s++) {
         uintptr_t obj = base + (uintptr_t)s * sz;
-        if (__atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE))
+        if (__atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE) && (!pending || lull_is_marked(obj)))
             lull_trace_slots(obj, forward_old_slot, mt);
     }
 }

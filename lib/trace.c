@@ -52,6 +52,8 @@ void lull_trace_block_objects(uint32_t bi, bool marked_only, lull_object_fn fn, 
 {
     const lull_block *b = &lull_heap_g.blocks[bi];
     LULL_ASSERT(b->state == LULL_BLOCK_SMALL);
+    if (b->sweep_pending)
+        marked_only = true;      /* the unmarked objects are dead, not yet swept */
     uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
     uintptr_t base = lull_block_addr(bi);
     for (uint32_t s = 0; s < n; s++) {
