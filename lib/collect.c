@@ -299,9 +299,9 @@ void lull_collect(int generation)
         lull_fatal("lull_collect", "unknown generation %d (LULL_GEN_NURSERY or LULL_GEN_MAJOR)", generation);
     lull_gc_lock();
     if (generation == LULL_GEN_MAJOR && lull_cfg.major == LULL_MAJOR_CONCURRENT) {
-        /* A complete concurrent major from a start after this call: finish
-         * the one that runs (it began before), then run one whole. */
-        if (lull_marking())
+        /* A complete concurrent major from a start after this call: let the
+         * one that runs (it began before) end, then run one whole. */
+        if (lull_marking() && wait_for_mark(lull_mark_cycle()))
             lull_collect_locked(LULL_COLLECT_MAJOR_FINISH, "explicit");
         lull_collect_locked(LULL_COLLECT_MAJOR_START, "explicit");
         if (wait_for_mark(lull_mark_cycle()))

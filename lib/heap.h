@@ -140,6 +140,25 @@ static inline lull_block *lull_block_of(uintptr_t a)
     return &lull_heap_g.blocks[lull_block_index(a)];
 }
 
+/* ---- card values ----
+ * The write barrier (lull.h) stores CARD_STORED. A minor that re-marks a
+ * card because a slot on it still points into the nursery, and a
+ * concurrent mark's preclean that has rescanned a card's marked objects,
+ * store CARD_YOUNG: dirty for the minors (their remembered set), clean
+ * for the mark (no store since). Minors treat any non-zero card as dirty;
+ * the mark only CARD_STORED ones (mark.h). */
+#define LULL_CARD_CLEAN  0
+#define LULL_CARD_STORED 1
+#define LULL_CARD_YOUNG  2
+/* Re-mark a card for the minors without hiding a store from the mark: a
+ * CARD_STORED card stays so. */
+static inline void lull_card_set_young(uint8_t *card)
+{
+    uint8_t clean = LULL_CARD_CLEAN;
+    if (__atomic_load_n(card, __ATOMIC_RELAXED) == LULL_CARD_CLEAN)
+        __atomic_compare_exchange_n(card, &clean, LULL_CARD_YOUNG, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 /* ---- the concurrent mark (mark.c) ---- */
 /* True from a concurrent major's initial pause to its final pause; changes
  * only with the world stopped, so a thread inside a critical region or a

@@ -110,11 +110,8 @@ static void visit(void **slotp, void *ctx)
 {
     uintptr_t *slot = (uintptr_t *)slotp;
     uintptr_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (lull_in_nursery(v) && !lull_in_nursery((uintptr_t)slot)) {
-        uint8_t *card = &lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT];
-        if (!__atomic_load_n(card, __ATOMIC_RELAXED))
-            __atomic_store_n(card, 1, __ATOMIC_RELAXED);
-    }
+    if (lull_in_nursery(v) && !lull_in_nursery((uintptr_t)slot))
+        lull_card_set_young(&lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT]);
     mark_ref(ctx, v);
 }
 
@@ -289,6 +286,30 @@ static void rescan_small(lull_tracer *tr, uint32_t bi, unsigned cls, uintptr_t l
     }
 }
 
+/* Rescan the marked objects of block bi that overlap its card c. */
+static void rescan_card(lull_tracer *tr, uint32_t bi, size_t c)
+{
+    const lull_block *b = &lull_heap_g.blocks[bi];
+    uintptr_t lo = lull_block_addr(bi) + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
+    if (b->state == LULL_BLOCK_SMALL) {
+        if (b->has_refs)
+            rescan_small(tr, bi, b->size_class, lo, hi);
+    } else if (b->state == LULL_BLOCK_LARGE_HEAD || b->state == LULL_BLOCK_LARGE_TAIL) {
+        uintptr_t obj = lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
+        if (lull_is_marked_acquire(obj) && !lull_trace_slots_in(obj, lo, hi, visit, tr))
+            lull_trace_slots(obj, visit, tr);
+    }
+}
+
+static bool block_has_bytes(const uint8_t *cards)
+{
+    const uint64_t *w = (const uint64_t *)cards;
+    uint64_t any = 0;
+    for (size_t k = 0; k < CARDS_PER_BLOCK / 8; k++)
+        any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
+    return any != 0;
+}
+
 /* Rescan the marked objects on the union table's dirty cards, clearing
  * each card first; returns how many cards were dirty. The union table is
  * only ever touched by one thread at a time: the minors' tracers write it
@@ -296,14 +317,7 @@ static void rescan_small(lull_tracer *tr, uint32_t bi, unsigned cls, uintptr_t l
  * the world runs, the final pause reads and clears it. Only blocks that
  * can hold references get union cards (nursery.c), and such blocks are
  * neither freed nor re-formatted while a mark runs (the sweep waits for
- * the final pause), so their descriptors are stable here.
- *
- * Why the live card table is not precleaned too: it is the minors'
- * remembered set. Clearing one of its cards would oblige the cleaner to
- * re-mark it for every slot that still points into the nursery, in
- * unmarked objects too, which it cannot read safely while a free slot on
- * the card is being allocated. The final pause's minor moves every live
- * card it clears into the union table, so the final rescan sees them. */
+ * the final pause), so their descriptors are stable here. */
 static size_t scan_union(lull_tracer *tr, bool concurrent)
 {
     uint8_t *u = lull_heap_g.union_cards;
@@ -311,30 +325,87 @@ static size_t scan_union(lull_tracer *tr, bool concurrent)
     size_t found = 0;
     for (uint32_t bi = 0; bi < frontier; bi++) {
         uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
-        const uint64_t *w = (const uint64_t *)uc;
-        uint64_t any = 0;
-        for (size_t k = 0; k < CARDS_PER_BLOCK / 8; k++)
-            any |= w[k];
-        if (!any)
+        if (!block_has_bytes(uc))
             continue;
         if (concurrent && lull_workers_background_stopping())
             break;      /* the rest waits for the next run, or the final pause */
-        const lull_block *b = &lull_heap_g.blocks[bi];
-        uintptr_t base = lull_block_addr(bi);
         for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
             if (!uc[c])
                 continue;
             uc[c] = 0;
             found++;
-            uintptr_t lo = base + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
-            if (b->state == LULL_BLOCK_SMALL) {
-                rescan_small(tr, bi, b->size_class, lo, hi);
-            } else if (b->state == LULL_BLOCK_LARGE_HEAD || b->state == LULL_BLOCK_LARGE_TAIL) {
-                uintptr_t obj = lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
-                if (lull_is_marked_acquire(obj) && !lull_trace_slots_in(obj, lo, hi, visit, tr))
-                    lull_trace_slots(obj, visit, tr);
+            rescan_card(tr, bi, c);
+        }
+    }
+    return found;
+}
+
+/* The final pause, after its minor: the marked objects on every card the
+ * minor left dirty, read only (the next minor needs them). Such a card holds
+ * a reference into the nursery (the minor re-marked it), and the mark has
+ * ignored the nursery until now: an object there that only a scanned old
+ * object references (it could not be promoted, or is pinned) is found
+ * here. */
+static size_t scan_live_cards(lull_tracer *tr)
+{
+    const uint8_t *cards = lull_heap_g.cards;
+    uint32_t frontier = lull_frontier();
+    size_t found = 0;
+    for (uint32_t bi = 0; bi < frontier; bi++) {
+        const uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
+        if (!block_has_bytes(bc))
+            continue;
+        for (size_t c = 0; c < CARDS_PER_BLOCK; c++)
+            if (bc[c]) {
+                found++;
+                rescan_card(tr, bi, c);
+            }
+    }
+    return found;
+}
+
+/* Preclean the live card table while the world runs: each CARD_STORED card
+ * becomes CARD_YOUNG (still dirty for the minors: their remembered set)
+ * with a compare-and-swap, then the marked objects on it are rescanned. A
+ * store after the swap marks the card CARD_STORED again (lull_store stores
+ * the slot, then the card; the swap is a full barrier on x86-64, so a slot
+ * read that misses the store implies a card store that follows the swap).
+ * Block descriptors change only under the gc lock (formatting, sweeping),
+ * so this holds it for a batch of blocks at a time, never waiting for it:
+ * the thread that holds it may be stopping this job. Unmarked objects are
+ * not read: one may be a free slot being allocated right now. */
+#define PRECLEAN_BATCH 256u     /* blocks per gc-lock hold */
+static size_t preclean_cards(lull_tracer *tr)
+{
+    uint8_t *cards = lull_heap_g.cards;
+    size_t found = 0;
+    uint32_t bi = 0;
+    for (;;) {
+        if (lull_workers_background_stopping())
+            break;
+        if (!lull_gc_trylock()) {
+            usleep(20);
+            continue;
+        }
+        uint32_t frontier = lull_frontier(), end = bi + PRECLEAN_BATCH;
+        for (; bi < frontier && bi < end; bi++) {
+            uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
+            if (!block_has_bytes(bc))
+                continue;
+            for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
+                uint8_t v = LULL_CARD_STORED;
+                if (__atomic_load_n(&bc[c], __ATOMIC_RELAXED) != LULL_CARD_STORED ||
+                    !__atomic_compare_exchange_n(&bc[c], &v, LULL_CARD_YOUNG, false, __ATOMIC_SEQ_CST,
+                                                 __ATOMIC_RELAXED))
+                    continue;
+                found++;
+                rescan_card(tr, bi, c);
             }
         }
+        bool done = bi >= frontier;
+        lull_gc_unlock();
+        if (done)
+            break;
     }
     return found;
 }
@@ -379,6 +450,8 @@ static void background_job(lull_tracer *tr, void *arg)
         if (!drain_background(tr))
             break;
         size_t found = scan_union(tr, true);
+        if (!lull_workers_background_stopping())
+            found += preclean_cards(tr);
         atomic_fetch_add(&mark_g.precleaned, found);
         if (lull_workers_background_stopping())
             break;
@@ -458,7 +531,7 @@ void lull_mark_finish(lull_tracer *tr)
     mark_g.held = NULL;
     lull_roots_scan_threads(lull_mark_conservative, tr);
     lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, tr);
-    mark_g.final_cards = scan_union(tr, false);
+    mark_g.final_cards = scan_union(tr, false) + scan_live_cards(tr);
     /* verify-parallel checks this drain as it does a synchronous one: the
      * serial re-mark starts from every object marked now (the roots, what
      * the cards greyed, and all the concurrent mark blackened), whose
@@ -563,7 +636,7 @@ static void check_mod_union_slot(void **slotp, void *ctx)
     if (!lull_in_committed(v) || lull_in_nursery(v) || lull_is_marked(v))
         return;
     size_t card = ((uintptr_t)slotp - lull_heap_g.start) >> LULL_CARD_SHIFT;
-    if (lull_heap_g.cards[card] || lull_heap_g.union_cards[card])
+    if (lull_heap_g.cards[card] == LULL_CARD_STORED || lull_heap_g.union_cards[card])
         return;
     const lull_type *t = lull_header_type(*(uintptr_t *)holder);
     lull_fatal("check-mod-union", "object %p (type %s), marked and scanned, holds at offset %zu a reference to "

@@ -65,16 +65,24 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * reference from a marked object to an unmarked one lies on a dirty card
  * of the union table or the card table, or in a grey object; the final
  * pause (finish, after its own minor, which moves its cleared cards into
- * the union table) rescans the roots, the union table's cards and drains
- * with every worker. The nursery is marked then, from the roots and from
+ * the union table) rescans the roots, the union table's cards and the
+ * cards still dirty after that minor, and drains with every worker. The nursery is marked then, from the roots and from
  * those cards.
+ *
+ * Card values (heap.h): the barrier stores CARD_STORED; the preclean turns
+ * such a card into CARD_YOUNG (dirty for the minors only) once it has
+ * rescanned the card's marked objects; a minor ORs into the union table
+ * only the CARD_STORED cards it clears. So the final pause rescans the
+ * cards stored to since their last rescan, and the cards its own minor
+ * left dirty (old-to-young references: the way to nursery objects that
+ * only scanned old objects reference), not every card ever dirtied.
  *
  * Cementing: a minor clears the card of a slot that points to a cemented
  * object, and the cement table is forgotten at the end of every major, so
  * the card must be marked again by then. The full mark does it (visit
  * marks the card of every old slot it finds pointing into the nursery);
- * a concurrent mark may have scanned that slot before the cementing, but
- * the minor that cleared the card put it in the union table, whose rescan
+ * a concurrent mark may have visited the slot before the minor cleared
+ * its card, so that minor puts the card in the union table, whose rescan
  * (preclean, or the final pause) visits the slot again. */
 void lull_mark_begin_concurrent(void);
 /* A minor's greyed copies (side: its tracer's private stack) join the

@@ -440,9 +440,7 @@ static void cement_new_cycle(void)
 
 static void set_card(uintptr_t *slot)
 {
-    uint8_t *card = &lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT];
-    if (!__atomic_load_n(card, __ATOMIC_RELAXED))
-        __atomic_store_n(card, 1, __ATOMIC_RELAXED);
+    lull_card_set_young(&lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT]);
 }
 
 /* An old slot (major heap or large object) still points to nursery object
@@ -455,8 +453,17 @@ static void old_slot_to_young(uintptr_t *slot, uintptr_t obj)
         atomic_fetch_add_explicit(&c->count, 1, memory_order_relaxed) + 1 > LULL_CEMENT_THRESHOLD &&
         !atomic_exchange_explicit(&c->cemented, 1, memory_order_relaxed))
         atomic_fetch_add_explicit(&nursery_g.ncemented, 1, memory_order_relaxed);
-    if (c && atomic_load_explicit(&c->cemented, memory_order_relaxed))
+    if (c && atomic_load_explicit(&c->cemented, memory_order_relaxed)) {
+        /* The card stays clean, and the cement table is forgotten at the
+         * end of the next major, by which time the card must be dirty
+         * again. A full mark re-marks it (mark.c: visit); a concurrent one
+         * may have visited this slot already, so the union table makes it
+         * visit it again (mark.h). */
+        if (lull_marking())
+            __atomic_store_n(&lull_heap_g.union_cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT], 1,
+                             __ATOMIC_RELAXED);
         return;
+    }
     set_card(slot);
 }
 
@@ -763,9 +770,10 @@ static void scan_cards(minor_tracer *mt)
             uint8_t *bc = cards + (size_t)w.block * CARDS_PER_BLOCK;
             uintptr_t base = lull_block_addr(w.block);
             for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-                if (!__atomic_load_n(&bc[c], __ATOMIC_RELAXED))
+                uint8_t v = __atomic_load_n(&bc[c], __ATOMIC_RELAXED);
+                if (!v)
                     continue;
-                if (marking)   /* the mark must still see this card: mark.h */
+                if (marking && v == LULL_CARD_STORED)   /* the mark must still see this store: mark.h */
                     __atomic_store_n(&lull_heap_g.union_cards[(size_t)w.block * CARDS_PER_BLOCK + c], 1,
                                      __ATOMIC_RELAXED);
                 __atomic_store_n(&bc[c], 0, __ATOMIC_RELAXED);

@@ -33,6 +33,10 @@ static void child(int plant)
     UCHECK(o != NULL, "alloc");
     root[0] = o;
     lull_collect(LULL_GEN_MAJOR);
+    /* The sweep is lazy: o's block still holds the major's mark bits until
+     * it is swept (the next mark sweeps it first, clearing them). Sweep it
+     * now, so that the planted bit is a stray one. */
+    lull_major_sweep_all();
     if (plant)
         lull_mark_set((uintptr_t)o);
     lull_collect(LULL_GEN_MAJOR);
