@@ -116,39 +116,19 @@ __attribute__((noinline)) static void clear_stack_below(void)
     __asm__ __volatile__("" : : "r"(buf) : "memory");
 }
 
-void lull_collect_locked(int what, const char *reason)
+/* One pause (lull_collect_locked). `self` is the calling thread (NULL if
+ * it is not attached), its roots already recorded. */
+static __attribute__((noinline)) void collect_pause(int what, const char *reason, lull_thread *self)
 {
-    lull_thread *self = lull_thread_self;
-    if (what == LULL_GEN_MAJOR && lull_marking()) {
-        /* A synchronous major while a concurrent mark runs (an allocation
-         * that failed): end that mark first. What it kept (everything live
-         * when it began, everything allocated since) may be what fills the
-         * heap, so a whole synchronous major follows. */
-        lull_collect_locked(LULL_COLLECT_MAJOR_FINISH, reason);
-    }
     bool marking = lull_marking();
     if ((what == LULL_COLLECT_MAJOR_START && marking) || (what == LULL_COLLECT_MAJOR_FINISH && !marking))
         what = LULL_GEN_NURSERY;                /* nothing to start or finish: a minor */
-    /* volatile: live across lull_capture_registers (getcontext) */
-    volatile bool start = what == LULL_COLLECT_MAJOR_START, finish = what == LULL_COLLECT_MAJOR_FINISH;
-    volatile bool ends_major = what == LULL_GEN_MAJOR || finish;
+    bool start = what == LULL_COLLECT_MAJOR_START, finish = what == LULL_COLLECT_MAJOR_FINISH;
+    bool ends_major = what == LULL_GEN_MAJOR || finish;
     /* Synchronous: the whole mark with the world stopped, or the rest of a
      * concurrent one whose background work had not finished. */
-    bool synchronous = what == LULL_GEN_MAJOR || (finish && !lull_mark_ready());
+    bool synchronous = what == LULL_GEN_MAJOR || (finish && !lull_mark_background_done());
     uint64_t t0 = lull_now_ns();
-
-    /* This thread's roots are its registers and stack as they are here, on
-     * entry, like a stopped thread's at its suspend point: `entry` holds the
-     * registers, and the scan starts at it. The collector's own frames
-     * below are not roots: they hold addresses from the work of this very
-     * pause (the minor before a major copies and scans objects, then the
-     * frames of the root scan reuse that memory), and a word left in one
-     * kept a dead object and all it reaches alive. */
-    ucontext_t entry;
-    if (self) {
-        lull_capture_registers(&entry);
-        lull_stw_record_roots(self, (uintptr_t)&entry);
-    }
 
     /* The background job (the concurrent mark, or the sweep) stops: its
      * worker takes part in the pause instead. */
@@ -233,7 +213,6 @@ void lull_collect_locked(int what, const char *reason)
      * can allocate from them. */
     lull_space_release_pending();
     clear_stack_below();
-    __asm__ __volatile__("" : : "r"(&entry) : "memory");   /* `entry` lives until here */
 
     bool major_pause = start || ends_major;
     enum lull_pause_kind kind = major_pause ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
@@ -277,6 +256,37 @@ void lull_collect_locked(int what, const char *reason)
                     (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0,
                     marking ? " (a concurrent mark runs)" : "");
     }
+}
+
+void lull_collect_locked(int what, const char *reason)
+{
+    /* This thread's roots are its registers and stack as they are here, on
+     * entry, like a stopped thread's at its suspend point: `entry` holds the
+     * registers, and the scan starts at it. The collector's own frames
+     * below are not roots: they hold addresses from the work of this very
+     * pause (the minor before a major copies and scans objects, then the
+     * frames of the root scan reuse that memory), and a word left in one
+     * kept a dead object and all it reaches alive. Nor is the frame of
+     * collect_pause: its locals not yet written when the roots are scanned
+     * (the log line's buffer, the pause event) held words that code run
+     * earlier on this stack (a lazy sweep) left there, and under
+     * ThreadSanitizer those kept a dropped 32 MB list alive (bad_input).
+     * This frame holds `entry` and nothing else. */
+    lull_thread *self = lull_thread_self;
+    ucontext_t entry;
+    if (self) {
+        lull_capture_registers(&entry);
+        lull_stw_record_roots(self, (uintptr_t)&entry);
+    }
+    if (what == LULL_GEN_MAJOR && lull_marking()) {
+        /* A synchronous major while a concurrent mark runs (an allocation
+         * that failed): end that mark first. What it kept (everything live
+         * when it began, everything allocated since) may be what fills the
+         * heap, so a whole synchronous major follows. */
+        collect_pause(LULL_COLLECT_MAJOR_FINISH, reason, self);
+    }
+    collect_pause(what, reason, self);
+    __asm__ __volatile__("" : : "r"(&entry) : "memory");   /* `entry` lives until here */
 }
 
 /* Wait, without the gc lock, until the background job of mark cycle

@@ -512,6 +512,11 @@ bool lull_mark_ready(void)
     return !lull_workers_can_background() || atomic_load(&mark_g.bg_done);
 }
 
+bool lull_mark_background_done(void)
+{
+    return atomic_load(&mark_g.bg_done);
+}
+
 uint64_t lull_mark_cycle(void)
 {
     return mark_g.cycle;

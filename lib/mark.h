@@ -94,6 +94,9 @@ bool lull_mark_resume_background(void);
 /* The job has finished (or cannot run: no worker thread): time for the
  * final pause. */
 bool lull_mark_ready(void);
+/* The job itself has finished: the mark was done while the world ran
+ * (false in a process with no worker thread, whose final pause marks). */
+bool lull_mark_background_done(void);
 /* Concurrent marks begun so far. */
 uint64_t lull_mark_cycle(void);
 /* The final pause's mark (world stopped, tr empty). */

@@ -450,7 +450,7 @@ static void case_poison(bool fault)
  * roots[0] holds the box B, B holds a chain of CHAIN nodes whose last one
  * alone holds X. The marker scans B first (it greys the chain's head) and,
  * slowed by mark-delay, reaches the chain's end a second or more later;
- * 100 ms into the mark the program moves X from the chain's end into B.
+ * 50 ms into the mark the program moves X from the chain's end into B.
  * With lull_store, B's card is marked, a minor run next moves it into the
  * union table, and the final pause rescans B; with a plain store nothing
  * tells the mark. */
@@ -524,8 +524,16 @@ static void *concurrent_major(void *arg)
 static void concurrent_case(bool fault)
 {
     pthread_t t;
+    lull_stats before, now;
+    lull_get_stats(&before);
     CHECK(pthread_create(&t, NULL, concurrent_major, NULL) == 0, "pthread_create failed");
-    sleep_ms(100);
+    /* Once the initial pause is over (slow under the sanitizers), B is
+     * the first object the marker scans; the chain takes it a second. */
+    do {
+        sleep_ms(1);
+        lull_get_stats(&now);
+    } while (now.pauses_major == before.pauses_major);
+    sleep_ms(50);
     move_x(fault);
     /* A minor inside the mark clears B's card: without the fault the mark
      * sees the store only through the union table that minor fills. */
