@@ -162,9 +162,8 @@ static inline void lull_card_set_young(uint8_t *card)
 /* ---- the concurrent mark (mark.c) ---- */
 /* True from a concurrent major's initial pause to its final pause; changes
  * only with the world stopped, so a thread inside a critical region or a
- * pause reads one value throughout. While it is true every object that
- * enters the major heap is allocated black (lull_mark_new_object), and a
- * minor records the cards it clears in the union table. */
+ * pause reads one value throughout. While it is true a minor records in
+ * the union table the cards it clears and the old slots it updates. */
 extern bool lull_marking_g;
 static inline bool lull_marking(void)
 {
@@ -193,15 +192,8 @@ static inline bool lull_mark_set(uintptr_t obj)
         return false;
     return !(__atomic_fetch_or(w, bit, __ATOMIC_RELAXED) & bit);
 }
-/* Allocate black: mark a new major-heap object (its header already
- * stored, with release). Release again here, so that a marker that sees
- * the bit (acquire) also sees the header and the zeroed body (mark.c's
- * card scan reads only marked objects). */
-static inline void lull_mark_new_object(uintptr_t obj)
-{
-    size_t g = lull_granule_of(obj);
-    __atomic_fetch_or(&lull_heap_g.mark_bits[g >> 6], (uint64_t)1 << (g & 63), __ATOMIC_RELEASE);
-}
+/* A marker that reads only marked objects while the program allocates
+ * (mark.c's card rescans) reads the bits with acquire. */
 static inline bool lull_is_marked_acquire(uintptr_t obj)
 {
     size_t g = lull_granule_of(obj);

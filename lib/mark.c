@@ -30,12 +30,14 @@ static struct {
     /* The concurrent mark (mark.h). Written in pauses, with the background
      * job stopped; the job owns `held` while it runs. */
     bool ignore_nursery;        /* the nursery is the minors' until the final pause */
-    bool atomic_marks;          /* mutators allocate black meanwhile: marks are fetch-ors */
+    bool atomic_marks;          /* a concurrent mark runs: marks are fetch-ors */
     bool plant_ok;              /* this drain is checked by verify-parallel */
     lull_grey_section *held;    /* its grey objects between runs of the job */
     atomic_bool bg_done;        /* the job found nothing left to do */
     uint64_t cycle;             /* concurrent marks begun */
     uint64_t final_cards;       /* union cards the last final pause rescanned */
+    unsigned passes;            /* preclean passes of the running mark (the job only) */
+    size_t last_found;          /* ... and what the last one found */
     atomic_uint_fast64_t precleaned;     /* ... and the job rescanned meanwhile */
 } mark_g;
 
@@ -264,14 +266,17 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
 
 #define CARDS_PER_BLOCK   (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
 #define POLL_EVERY        64u    /* objects the job scans between looks at its stop flag */
-#define PRECLEAN_PASSES   8u     /* passes over the union table after which a pass that
-                                    finds no fewer cards than the last ends the job */
+#define PRECLEAN_PASSES   8u     /* passes of the preclean after which a pass that finds
+                                    no fewer cards than the last ends the mark */
+#define PRECLEAN_ENOUGH   1024u  /* a pass that finds at most this many dirty cards ends
+                                    it: the final pause rescans that many in about a ms */
 
 /* The marked objects of SMALL block bi (size class cls) that overlap
  * [lo, hi): rescanned whole. Unmarked ones are left alone: a white object
  * is scanned whole once it is reached, and a free slot may be being
- * allocated right now (the acquire of its mark bit pairs with the release
- * of allocate-black: lull_mark_new_object). */
+ * allocated right now. (Only this thread, or a pause, sets mark bits
+ * while a mark runs: a marked object was reached through a reference,
+ * loaded with acquire, so its header and body are visible.) */
 static void rescan_small(lull_tracer *tr, uint32_t bi, unsigned cls, uintptr_t lo, uintptr_t hi)
 {
     uint32_t sz = lull_class_size[cls], n = lull_class_slots[cls];
@@ -445,8 +450,10 @@ static void background_job(lull_tracer *tr, void *arg)
     lull_tracer_adopt(tr, mark_g.held);
     mark_g.held = NULL;
     tr->share = false;
-    size_t last = SIZE_MAX;
-    for (unsigned pass = 1;; pass++) {
+    /* The passes are counted over the whole mark, not per run of the job:
+     * every pause stops the job, and a program whose minors come faster
+     * than a pass would otherwise never see its mark end. */
+    for (;;) {
         if (!drain_background(tr))
             break;
         size_t found = scan_union(tr, true);
@@ -455,13 +462,15 @@ static void background_job(lull_tracer *tr, void *arg)
         atomic_fetch_add(&mark_g.precleaned, found);
         if (lull_workers_background_stopping())
             break;
-        if (!found || (pass >= PRECLEAN_PASSES && found >= last)) {
+        mark_g.passes++;
+        bool done = found <= PRECLEAN_ENOUGH || (mark_g.passes >= PRECLEAN_PASSES && found >= mark_g.last_found);
+        mark_g.last_found = found;
+        if (done) {
             if (!drain_background(tr))
                 break;
             atomic_store(&mark_g.bg_done, true);
             break;
         }
-        last = found;
     }
     mark_g.held = lull_tracer_take(tr);
 }
@@ -479,23 +488,12 @@ void lull_mark_begin_concurrent(void)
     atomic_store(&mark_g.scanned, 0);
     atomic_store(&mark_g.precleaned, 0);
     atomic_store(&mark_g.bg_done, false);
+    mark_g.passes = 0;
+    mark_g.last_found = SIZE_MAX;
     lull_tracer tr = { .id = 0 };
     lull_roots_scan_threads(lull_mark_conservative, &tr);
     lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
     mark_g.held = lull_tracer_take(&tr);
-}
-
-void lull_mark_hold(lull_tracer *side)
-{
-    lull_grey_section *chain = lull_tracer_take(side);
-    if (!chain)
-        return;
-    /* Put it under the held chain, not on top: held's top is usually the
-     * deepest part of the graph walk. Either order is correct. */
-    lull_tracer t = { .cur = mark_g.held };
-    lull_tracer_adopt(&t, chain);
-    mark_g.held = t.cur;
-    atomic_store(&mark_g.bg_done, false);
 }
 
 bool lull_mark_resume_background(void)

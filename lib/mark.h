@@ -59,15 +59,21 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * POLL_EVERY objects).
  *
  * Incremental update: every reference store marks a card (lull_store).
- * A minor that clears a card while marking ORs it into the union table;
- * objects that enter the major heap meanwhile are allocated black, and a
- * minor's copies are greyed too (hold). So at the final pause every
- * reference from a marked object to an unmarked one lies on a dirty card
- * of the union table or the card table, or in a grey object; the final
- * pause (finish, after its own minor, which moves its cleared cards into
- * the union table) rescans the roots, the union table's cards and the
- * cards still dirty after that minor, and drains with every worker. The nursery is marked then, from the roots and from
- * those cards.
+ * A minor that clears a card while marking ORs it into the union table.
+ * Objects that enter the major heap meanwhile are white (not allocated
+ * black): one the program allocates is reachable only through roots, which
+ * the final pause rescans, or through stores, whose cards the mark
+ * rescans; for a copy a minor makes, each old slot the minor points at it
+ * goes into the union table (a store into an old object, as far as the
+ * mark is concerned). So what the program drops before the final pause is
+ * not kept for a cycle (allocating black, the game loop's live size grew
+ * from mark to mark: alloc.c). At the
+ * final pause every reference from a marked object to an unmarked one
+ * lies on a dirty card of the union table or the card table, or in a grey
+ * object; the final pause (finish, after its own minor, which moves its
+ * cleared cards into the union table) rescans the roots, the union table's
+ * cards and the cards still dirty after that minor, and drains with every
+ * worker. The nursery is marked then, from the roots and from those cards.
  *
  * Card values (heap.h): the barrier stores CARD_STORED; the preclean turns
  * such a card into CARD_YOUNG (dirty for the minors only) once it has
@@ -85,9 +91,6 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * its card, so that minor puts the card in the union table, whose rescan
  * (preclean, or the final pause) visits the slot again. */
 void lull_mark_begin_concurrent(void);
-/* A minor's greyed copies (side: its tracer's private stack) join the
- * held work; the job, if it said it was done, has work again. */
-void lull_mark_hold(lull_tracer *side);
 /* After a pause: start the job again if a mark runs and has work (true:
  * a mark runs). Stopping it is lull_workers_stop_background. */
 bool lull_mark_resume_background(void);

@@ -56,15 +56,11 @@ typedef struct card_work {
 
 /* What one tracer of a minor owns: where its survivors go (a promotion
  * cache per size class, refilled under promo_lock when several tracers
- * copy) and what it promoted. Its grey objects are in its lull_tracer.
- * While a concurrent mark runs, the copies it makes are allocated black
- * and those with references are greyed for the mark in `mark` (handed to
- * the mark at the end of the minor: mark.h). */
+ * copy) and what it promoted. Its grey objects are in its lull_tracer. */
 typedef struct minor_tracer {
     lull_tracer *tr;
     lull_alloc_caches promo;
     uint64_t promoted;
-    lull_tracer mark;
 } minor_tracer;
 
 /* The nursery's state: one instance (nursery_g), written by the thread
@@ -639,14 +635,6 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v)
         mt->promoted += size;
         if (refs)
             lull_tracer_push(mt->tr, c);
-        if (lull_marking()) {
-            /* Allocate black, and grey: a memcpy marks no card, so a copy
-             * left unscanned would hide from the mark what it references
-             * (objects the mark has not reached). */
-            lull_mark_set(c);
-            if (refs)
-                lull_tracer_push(&mt->mark, c);
-        }
         return c;
     }
 }
@@ -672,6 +660,12 @@ static void forward_old_slot(void **slotp, void *ctx)
     __atomic_store_n(slot, n, __ATOMIC_RELAXED);
     if (lull_in_nursery(n))
         old_slot_to_young(slot, n);
+    else if (lull_marking())
+        /* A store into an old object, as far as a concurrent mark is
+         * concerned: the copy is white (mark.h), so this slot must be
+         * rescanned if its object is marked. */
+        __atomic_store_n(&lull_heap_g.union_cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT], 1,
+                         __ATOMIC_RELAXED);
 }
 
 static void scan_gray(minor_tracer *mt, uintptr_t obj)
@@ -988,9 +982,6 @@ uint64_t lull_nursery_collect(void)
         unused += lull_major_drop_caches(&nursery_g.mt[i].promo);
     }
     nursery_g.promoted_by_workers = promoted - self->promoted;
-    if (lull_marking())
-        for (unsigned i = 0; i < ntracers; i++)
-            lull_mark_hold(&nursery_g.mt[i].mark);
     lull_policy_note_unused(unused);
     if (lull_cfg.verify_nursery)
         lull_nursery_verify();
