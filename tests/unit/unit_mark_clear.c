@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collect.h"
 #include "heap.h"
 #include "lull.h"
 #include "unit.h"
@@ -36,7 +37,9 @@ static void child(int plant)
     /* The sweep is lazy: o's block still holds the major's mark bits until
      * it is swept (the next mark sweeps it first, clearing them). Sweep it
      * now, so that the planted bit is a stray one. */
+    lull_gc_lock();            /* the background sweep may be running */
     lull_major_sweep_all();
+    lull_gc_unlock();
     if (plant)
         lull_mark_set((uintptr_t)o);
     lull_collect(LULL_GEN_MAJOR);
