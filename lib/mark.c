@@ -279,12 +279,11 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
  * loaded with acquire, so its header and body are visible.) */
 static void rescan_small(lull_tracer *tr, uint32_t bi, unsigned cls, uintptr_t lo, uintptr_t hi)
 {
-    uint32_t sz = lull_class_size[cls], n = lull_class_slots[cls];
+    uint32_t s0, s1, sz = lull_class_size[cls];
     uintptr_t base = lull_block_addr(bi);
-    uint32_t s0 = (uint32_t)((lo - base) / sz), s1 = (uint32_t)((hi - 1 - base) / sz);
-    if (s1 >= n)
-        s1 = n - 1;
-    for (uint32_t s = s0; s <= s1 && s0 < n; s++) {
+    if (!lull_block_slots_in(bi, cls, lo, hi, &s0, &s1))
+        return;
+    for (uint32_t s = s0; s <= s1; s++) {
         uintptr_t obj = base + (uintptr_t)s * sz;
         if (lull_is_marked_acquire(obj) && __atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE))
             scan_object(tr, obj);

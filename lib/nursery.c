@@ -702,16 +702,15 @@ static bool block_cards_clean(const uint8_t *c)
  * has not finished (forward): skipped. */
 static void scan_small_card(minor_tracer *mt, uint32_t bi, uint32_t cls, uintptr_t lo, uintptr_t hi)
 {
-    uint32_t sz = lull_class_size[cls], n = lull_class_slots[cls];
+    uint32_t s0, s1, sz = lull_class_size[cls];
     uintptr_t base = lull_block_addr(bi);
-    uint32_t s0 = (uint32_t)((lo - base) / sz), s1 = (uint32_t)((hi - 1 - base) / sz);
-    if (s1 >= n)
-        s1 = n - 1;
+    if (!lull_block_slots_in(bi, cls, lo, hi, &s0, &s1))
+        return;
     /* A block not yet swept since the last major holds dead objects too:
      * only the marked ones are live (their dead neighbours' references may
      * lead to memory reused since). */
     bool pending = lull_heap_g.blocks[bi].sweep_pending;
-    for (uint32_t s = s0; s <= s1 && s0 < n; s++) {
+    for (uint32_t s = s0; s <= s1; s++) {
         uintptr_t obj = base + (uintptr_t)s * sz;
         if (__atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE) && (!pending || lull_is_marked(obj)))
             lull_trace_slots(obj, forward_old_slot, mt);

@@ -64,6 +64,20 @@ static inline void lull_trace_slots(uintptr_t obj, lull_visit_fn fn, void *ctx)
  * false is returned (the caller decides whether to visit them all). */
 bool lull_trace_slots_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, lull_visit_fn fn, void *ctx);
 
+/* The slots s0..s1 of SMALL block bi (size class cls) that overlap
+ * [lo, hi), a range inside the block; false: none. */
+static inline bool lull_block_slots_in(uint32_t bi, unsigned cls, uintptr_t lo, uintptr_t hi, uint32_t *s0,
+                                       uint32_t *s1)
+{
+    uint32_t sz = lull_class_size[cls], n = lull_class_slots[cls];
+    uintptr_t base = lull_block_addr(bi);
+    *s0 = (uint32_t)((lo - base) / sz);
+    *s1 = (uint32_t)((hi - 1 - base) / sz);
+    if (*s1 >= n)
+        *s1 = n - 1;
+    return *s0 < n;
+}
+
 /* ---- walking objects ---- */
 
 /* Every allocated object of SMALL block bi, in address order (only the
