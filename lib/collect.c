@@ -1,14 +1,20 @@
 /* collect.c — when to collect, and what a collection does, in order.
  *
- * Two kinds, both run with the world stopped by the thread that asked for
- * them (an allocation, lull_collect, or the debug option collect-every):
+ * Every pause is run with the world stopped by the thread that asked for
+ * it (an allocation, lull_collect, or the debug option collect-every):
  *
- *   minor  (nursery.c) pin what conservative roots point at, copy every
- *          other live nursery object into the major heap, update every
- *          reference to it; the nursery's free space becomes fragments.
- *   major  a minor, then a full mark of the major heap (the nursery's
- *          pinned survivors included) and a sweep of it. Concurrent
- *          marking comes later; until then every major is synchronous.
+ *   minor   (nursery.c) pin what conservative roots point at, copy every
+ *           other live nursery object into the major heap, update every
+ *           reference to it; the nursery's free space becomes fragments.
+ *   major   synchronous (major=stw, a mark the allowance ran out on, a
+ *           failed allocation): a minor, then a full parallel mark of the
+ *           major heap (the nursery's pinned survivors included); large
+ *           objects swept, small-object blocks flagged for the lazy sweep
+ *           (major.c).
+ *   concurrent major, in two pauses (mark.h): the initial pause (a minor,
+ *           the roots greyed; worker 0 marks once the world runs) and the
+ *           final pause (a minor, the roots and dirty cards rescanned, a
+ *           parallel drain, then the same sweep). Minors run between them.
  *
  * When to collect, and how big the heap is: policy.c. */
 #include "collect.h"

@@ -1,15 +1,17 @@
 /* workers.h — the collector's worker threads.
  *
- * mark-workers=N means at most N threads trace at once; the thread that
+ * mark-workers=N means at most N threads trace in a pause; the thread that
  * stopped the world is one of them, so N - 1 worker threads are started by
- * lull_init and joined by lull_shutdown. They are not attached: they are
+ * lull_init (at least one with major=concurrent: worker 0 also runs the
+ * background job, the concurrent mark or the sweep) and joined by
+ * lull_shutdown. They are not attached: they are
  * never stopped by the suspend signal (every signal is blocked in them) and
  * cooperate through the jobs handed to them instead. Idle, they sleep on a
  * condition variable (no spinning). Each has a name (`lull-mark/1`, ...,
  * shown by `ps -L`) and its own tracer (trace.h).
  *
- * fork(): the forking thread holds the gc lock (init.c), so no job runs and
- * every worker is parked; the parent's workers stay parked and carry on.
+ * fork(): the forking thread holds the gc lock and stops the background
+ * job (init.c), so no job runs and every worker is parked; the parent's workers stay parked and carry on.
  * The child has none of those threads: it starts its own set (except
  * under AddressSanitizer: workers.c says why). */
 #ifndef LULL_WORKERS_H
