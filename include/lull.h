@@ -227,6 +227,19 @@ void lull_collect(int generation);
  * available), false otherwise. */
 bool lull_set_allow_synchronous_major(bool allow);
 
+/* The pause minor collections aim at (LULL_GC_PARAMS pause-target; 5 ms
+ * unless set). After every minor the collector sizes the nursery from what
+ * it measured (the fixed cost of stopping and scanning roots, the cost per
+ * nursery byte of copying survivors and scanning dirty cards), between
+ * 256 KiB and nursery-size, so that the next minor is predicted to take
+ * `ns`. Returns 0, or -EINVAL for a value outside
+ * [LULL_PAUSE_TARGET_MIN_NS, LULL_PAUSE_TARGET_MAX_NS]: below 100 us, stopping
+ * the threads alone takes longer; above 10 s, nothing is aimed at.
+ * Misuse before lull_init (abort). */
+#define LULL_PAUSE_TARGET_MIN_NS ((uint64_t)100000)
+#define LULL_PAUSE_TARGET_MAX_NS ((uint64_t)10000000000)
+int lull_set_pause_target(uint64_t ns);
+
 /* ------------------------------------------------------------------------ */
 /* Statistics                                                               */
 /* ------------------------------------------------------------------------ */
@@ -247,6 +260,11 @@ typedef struct lull_stats {
     uint64_t pause_minor_max_ns, pause_minor_p50_ns, pause_minor_p99_ns;
     uint64_t pauses_major;            /* pauses of major collections */
     uint64_t pause_major_max_ns, pause_major_p50_ns, pause_major_p99_ns;
+    /* The pause target (additions to API.md): minors whose pause exceeded
+     * it, the target now, and the nursery's size now. */
+    uint64_t minors_over_target;
+    uint64_t pause_target_ns;
+    uint64_t nursery_bytes;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

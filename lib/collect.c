@@ -19,6 +19,7 @@
  * When to collect, and how big the heap is: policy.c. */
 #include "collect.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -148,6 +149,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     LULL_PROBE1(world_stopped, lull_threads_count());
 
     /* Minor: empty the nursery into the major heap. */
+    uint64_t handed = lull_nursery_handed();
     uint64_t promoted = lull_nursery_collect();
     LULL_PROBE1(minor_end, promoted);
 
@@ -214,13 +216,18 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     uint64_t pause = lull_now_ns() - t0;
     LULL_PROBE2(pause_end, collect_g.ncollections, pause);
 
+    /* The nursery's size for the next minor (policy.c): only a plain
+     * minor's pause measures a minor. */
+    size_t nursery_before = lull_nursery_size();
+    bool major_pause = start || ends_major;
+    lull_policy_after_minor(handed, lull_nursery_trace_ns(), major_pause ? 0 : pause);
+
     /* The world runs again; this thread still holds the gc lock, so the
      * runs freed by the sweep can be given back to the OS before anyone
      * can allocate from them. */
     lull_space_release_pending();
     clear_stack_below();
 
-    bool major_pause = start || ends_major;
     enum lull_pause_kind kind = major_pause ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
     lull_stats_record_pause(kind, pause);
     if (!start)
@@ -258,8 +265,11 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
                     (double)lull_nursery_promoted_by_workers() / 1024.0);
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers)%s\n", (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
+                    "workers) of %.1f KiB handed out, copying %.3f ms; nursery %zu KiB -> %zu KiB, next predicted "
+                    "%.3f ms%s\n", (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
                     (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0,
+                    (double)handed / 1024.0, (double)lull_nursery_trace_ns() / 1e6, nursery_before >> 10,
+                    lull_nursery_size() >> 10, lull_policy_predicted_minor_ns() / 1e6,
                     marking ? " (a concurrent mark runs)" : "");
     }
 }
@@ -326,6 +336,18 @@ void lull_collect(int generation)
         lull_collect_locked(generation, "explicit");
     }
     lull_gc_unlock();
+}
+
+int lull_set_pause_target(uint64_t ns)
+{
+    if (!lull_is_initialised())
+        lull_fatal("lull_set_pause_target", "lull is not initialised (call lull_init first)");
+    if (ns < LULL_PAUSE_TARGET_MIN_NS || ns > LULL_PAUSE_TARGET_MAX_NS)
+        return -EINVAL;
+    lull_gc_lock();
+    lull_policy_set_pause_target(ns);
+    lull_gc_unlock();
+    return 0;
 }
 
 bool lull_synchronous_major_allowed(void)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lull.h"
 #include "util.h"
 
 int lull_config_parse_size(const char *s, size_t *out)
@@ -33,6 +34,27 @@ int lull_config_parse_size(const char *s, size_t *out)
     if (shift && v > (SIZE_MAX >> shift))
         return -EINVAL;
     *out = (size_t)(v << shift);
+    return 0;
+}
+
+int lull_config_parse_time(const char *s, uint64_t *ns)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -EINVAL;
+    uint64_t unit;
+    if (!strcmp(end, "ns")) unit = 1;
+    else if (!strcmp(end, "us")) unit = 1000;
+    else if (!strcmp(end, "ms")) unit = 1000000;
+    else if (!strcmp(end, "s")) unit = 1000000000;
+    else return -EINVAL;
+    if (v > UINT64_MAX / unit)
+        return -EINVAL;
+    *ns = v * unit;
     return 0;
 }
 
@@ -117,6 +139,13 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
     } else if (!strcmp(key, "allow-synchronous-major")) {
         if (parse_bool(val, &c->allow_synchronous_major))
             return bad(source, key, val, "expected yes or no");
+    } else if (!strcmp(key, "pause-target")) {
+        uint64_t ns;
+        if (lull_config_parse_time(val, &ns))
+            return bad(source, key, val, "expected a time such as 2ms (units ns, us, ms, s)");
+        if (ns < LULL_PAUSE_TARGET_MIN_NS || ns > LULL_PAUSE_TARGET_MAX_NS)
+            return bad(source, key, val, "must be between 100us and 10s");
+        c->pause_target_ns = ns;
     } else if (!strcmp(key, "finalizers")) {
         if (!strcmp(val, "auto")) c->finalizers = LULL_FINALIZERS_AUTO;
         else if (!strcmp(val, "manual")) c->finalizers = LULL_FINALIZERS_MANUAL;
@@ -220,6 +249,7 @@ int lull_config_parse(lull_config *c, const char *params)
         .mark_workers = default_workers(),
         .concurrent_sweep = true,
         .allow_synchronous_major = true,
+        .pause_target_ns = LULL_DEFAULT_PAUSE_TARGET_NS,
         .finalizers = LULL_FINALIZERS_AUTO,
         .suspend_signal = SIGPWR,
         .restart_signal = SIGXCPU,

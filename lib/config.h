@@ -7,6 +7,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#define LULL_DEFAULT_PAUSE_TARGET_NS ((uint64_t)5000000)
 
 enum lull_major_mode { LULL_MAJOR_CONCURRENT, LULL_MAJOR_STW };
 enum lull_finalizer_mode { LULL_FINALIZERS_AUTO, LULL_FINALIZERS_MANUAL };
@@ -15,10 +18,13 @@ typedef struct lull_config {
     /* LULL_GC_PARAMS */
     size_t nursery_size;          /* power of two */
     size_t max_heap_size;         /* 0: no limit */
-    enum lull_major_mode major;
+    #define LULL_DEFAULT_PAUSE_TARGET_NS ((uint64_t)5000000)
+
+enum lull_major_mode major;
     unsigned mark_workers;
     bool concurrent_sweep;
     bool allow_synchronous_major;
+    uint64_t pause_target_ns;     /* what minors aim at (policy.c sizes the nursery) */
     enum lull_finalizer_mode finalizers;
     int suspend_signal;
     int restart_signal;
@@ -47,5 +53,7 @@ int lull_config_parse(lull_config *cfg, const char *params);
 /* Parse a size with an optional k/m/g suffix. 0 or -EINVAL. Exposed for the
  * unit tests. */
 int lull_config_parse_size(const char *s, size_t *out);
+/* Parse a time: digits and a unit, ns, us, ms or s. 0 or -EINVAL. */
+int lull_config_parse_time(const char *s, uint64_t *ns);
 
 #endif

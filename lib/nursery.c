@@ -73,6 +73,15 @@ typedef struct minor_tracer {
 static struct {
     uint32_t first_block, nblocks;
 
+    /* The part of the nursery TLABs are cut from: [lull_nursery_start,
+     * limit), sized by the pause target (policy.c) without remapping
+     * anything. Pinned objects beyond it stay where they are. */
+    uintptr_t limit;
+    /* Measured for the policy: bytes handed out in TLABs since the last
+     * minor, and the last minor's copying phase (roots forwarded, cards
+     * scanned, copies drained) in ns. */
+    uint64_t handed, trace_ns;
+
     /* Logged ranges (walkable: objects or zero). Appended by refills,
      * sorted by start when a minor begins (log_sorted says whether it is).
      * Bounded by nursery_size / 16: ranges are disjoint and at least one
@@ -143,6 +152,8 @@ int lull_nursery_init(size_t size)
     nursery_g.nblocks = n;
     lull_nursery_start = lull_block_addr(idx);
     lull_nursery_end = lull_nursery_start + size;
+    __atomic_store_n(&nursery_g.limit, lull_nursery_end, __ATOMIC_RELAXED);
+    nursery_g.handed = 0;
     for (uint32_t i = 0; i < n; i++)
         lull_heap_g.blocks[idx + i].state = LULL_BLOCK_NURSERY;
     nursery_g.log_cap = size / LULL_GRANULE + 1024;
@@ -229,6 +240,7 @@ bool lull_nursery_refill(lull_thread *t, size_t need)
         if (f->start == f->end)
             nursery_g.frag_cur++;
         memset((void *)s, 0, take);
+        nursery_g.handed += take;
         if (nursery_g.log_n == nursery_g.log_cap)
             lull_fatal("lull_alloc", "nursery log full (%zu ranges)", nursery_g.log_cap);
         nursery_g.log_[nursery_g.log_n] = (range){ s, s };
@@ -809,6 +821,8 @@ DEFINE_HEAPSORT(sort_excl, excl, START_KEY)
 
 static void add_fragment(uintptr_t s, uintptr_t e)
 {
+    if (e > nursery_g.limit)
+        e = nursery_g.limit;     /* beyond it: unused until the nursery grows */
     if (e <= s)
         return;
     if (s < lull_nursery_start || e > lull_nursery_end)
@@ -902,6 +916,46 @@ uint64_t lull_nursery_promoted_by_workers(void)
     return nursery_g.promoted_by_workers;
 }
 
+uint64_t lull_nursery_handed(void)
+{
+    return nursery_g.handed;
+}
+
+uint64_t lull_nursery_trace_ns(void)
+{
+    return nursery_g.trace_ns;
+}
+
+size_t lull_nursery_size(void)
+{
+    /* Atomic: lull_get_stats reads it without the gc lock. */
+    return __atomic_load_n(&nursery_g.limit, __ATOMIC_RELAXED) - lull_nursery_start;
+}
+
+void lull_nursery_resize(size_t bytes)
+{
+    bytes &= ~(LULL_TLAB_SIZE - 1);
+    if (bytes < LULL_TLAB_SIZE)
+        bytes = LULL_TLAB_SIZE;
+    if (bytes > (size_t)(lull_nursery_end - lull_nursery_start))
+        bytes = lull_nursery_end - lull_nursery_start;
+    uintptr_t limit = lull_nursery_start + bytes;
+    if (limit < nursery_g.limit) {
+        /* Shrink now: the fragments beyond the limit are dropped (their
+         * memory is not logged, so nothing walks it). */
+        size_t n = nursery_g.nfrags;
+        while (n > nursery_g.frag_cur && nursery_g.frags[n - 1].start >= limit)
+            n--;
+        if (n > nursery_g.frag_cur && nursery_g.frags[n - 1].end > limit)
+            nursery_g.frags[n - 1].end = limit;
+        nursery_g.nfrags = n;
+        if (nursery_g.frag_cur < n && nursery_g.frags[nursery_g.frag_cur].start >= nursery_g.frags[nursery_g.frag_cur].end)
+            nursery_g.frag_cur++;
+    }
+    /* Growth takes effect when the next minor rebuilds the fragments. */
+    __atomic_store_n(&nursery_g.limit, limit, __ATOMIC_RELAXED);
+}
+
 uint64_t lull_nursery_collect(void)
 {
     unsigned ntracers = lull_workers_count() + 1;
@@ -940,6 +994,7 @@ uint64_t lull_nursery_collect(void)
 
     /* 2. Copy from precise roots (this thread), then cards, pinned objects
      * and the copies (every tracer: copy_job). */
+    uint64_t t_trace = lull_now_ns();
     lull_roots_scan(NULL, forward_slot, self);
     list_card_work();
     if (nursery_g.parallel) {
@@ -958,6 +1013,7 @@ uint64_t lull_nursery_collect(void)
         scan_gray(self, nursery_g.gray[--nursery_g.gray_n]);
     }
     lull_tracer_release(&tr);
+    nursery_g.trace_ns = lull_now_ns() - t_trace;
 
     /* 3. Promotion failures pinned objects after resolve_pins: sort again. */
     if (nursery_g.npins > nursery_g.pins_cap) {
@@ -981,6 +1037,7 @@ uint64_t lull_nursery_collect(void)
         unused += lull_major_drop_caches(&nursery_g.mt[i].promo);
     }
     nursery_g.promoted_by_workers = promoted - self->promoted;
+    nursery_g.handed = 0;
     lull_policy_note_unused(unused);
     if (lull_cfg.verify_nursery)
         lull_nursery_verify();

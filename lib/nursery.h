@@ -100,6 +100,17 @@ uint64_t lull_nursery_collect(void);
 /* Of those, the bytes the mark workers copied (the last minor). */
 uint64_t lull_nursery_promoted_by_workers(void);
 
+/* For the pause target (policy.c, gc lock held): the bytes handed out in
+ * TLABs since the last minor (read before it), the last minor's copying
+ * phase in ns (after it), the size TLABs are cut from, and a new size
+ * (rounded down to TLABs, within [one TLAB, nursery-size]): a smaller one
+ * takes effect at once, a larger one when the next minor rebuilds the
+ * free space. */
+uint64_t lull_nursery_handed(void);
+uint64_t lull_nursery_trace_ns(void);
+size_t   lull_nursery_size(void);
+void     lull_nursery_resize(size_t bytes);
+
 /* After a major's mark (world stopped): zero the dead, clear the
  * survivors' mark bits and forget cemented objects. Returns the bytes of
  * the survivors (pinned objects still in the nursery are live data too). */

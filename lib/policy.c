@@ -4,12 +4,17 @@
 #include "collect.h"
 #include "heap.h"
 #include "mark.h"
+#include "nursery.h"
 #include "util.h"
+
+#include <stdio.h>
 
 #define MIN_ALLOWANCE   ((uint64_t)4 << 20)
 #define DEFAULT_RESERVE ((size_t)64 << 30)
 #define MIN_RESERVE     ((size_t)256 << 20)
 #define MIN_NURSERY     ((size_t)64 << 10)
+#define NURSERY_FLOOR   ((size_t)256 << 10)   /* the adaptive nursery's smallest size */
+#define MIN_SAMPLE      ((uint64_t)64 << 10)  /* a minor of fewer nursery bytes measures nothing */
 
 /* Written with the gc lock held only. */
 static struct {
@@ -19,6 +24,16 @@ static struct {
     uint64_t at_mark_start;     /* allocated_since when the running mark began */
     uint64_t during_mark;       /* bytes allocated while the last mark ran */
     bool measured;              /* during_mark holds a measurement */
+
+    /* The pause target (lull_set_pause_target). The model of a minor's
+     * pause, fitted after every minor: fixed_ns + per_byte_ns * (bytes
+     * handed out in the nursery since the last minor). */
+    uint64_t target_ns;
+    double fixed_ns, per_byte_ns;
+    bool fixed_known, per_byte_known;
+    double predicted_ns;        /* for the nursery chosen last */
+    bool said_unreachable;      /* the log said once that the target cannot be met */
+    uint64_t over_target;       /* minors whose pause exceeded the target (read by lull_get_stats) */
 } policy_g;
 
 /* Pacing of concurrent majors. A mark that starts when allocated_since
@@ -43,6 +58,10 @@ static void set_trigger(void)
 
 void lull_policy_init(void)
 {
+    policy_g.target_ns = lull_cfg.pause_target_ns;
+    policy_g.fixed_known = policy_g.per_byte_known = policy_g.said_unreachable = false;
+    policy_g.fixed_ns = policy_g.per_byte_ns = policy_g.predicted_ns = 0;
+    __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
     policy_g.allocated_since = 0;
     policy_g.allowance = MIN_ALLOWANCE;
     policy_g.measured = false;
@@ -74,6 +93,93 @@ void lull_policy_after_major(uint64_t live_bytes)
     policy_g.allocated_since = policy_g.at_mark_start = 0;
     policy_g.allowance = live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE;
     set_trigger();
+}
+
+/* ------------------------------------------------------------------------ */
+/* The nursery's size                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* The rule. A minor's pause is modelled as
+ *     pause = fixed + per_byte * N
+ * where N is the nursery allocated since the previous minor; fixed is what
+ * does not depend on N (stopping and restarting the threads, scanning
+ * their stacks and pinning, rebuilding the free space: the pause minus the
+ * copying phase), and per_byte is the copying phase (precise roots
+ * forwarded, dirty cards scanned, survivors copied) divided by N, which is
+ * the survival rate times the cost per surviving byte plus the dirty cards
+ * per allocated byte times the cost per card, as this program behaves now.
+ * Both are exponential moving averages (weight 1/4 for the new sample; a
+ * minor of less than 64 KiB only updates `fixed`). After each minor the
+ * nursery is sized so that the next one is predicted to take the target:
+ *     N = (target - fixed) / per_byte
+ * cut to [256 KiB, nursery-size] and to at most twice the present size (a
+ * shrink is immediate, growth one doubling per minor: a phase of low
+ * survival that ends should not meet a huge nursery). When even 256 KiB is
+ * predicted to miss the target, the log says so once. */
+static size_t size_for_target(void)
+{
+    size_t ceiling = lull_nursery_end - lull_nursery_start, floor = NURSERY_FLOOR < ceiling ? NURSERY_FLOOR : ceiling;
+    if (!policy_g.per_byte_known)
+        return lull_nursery_size();
+    double room = (double)policy_g.target_ns - policy_g.fixed_ns;
+    double n = room > 0 ? room / (policy_g.per_byte_ns > 1e-6 ? policy_g.per_byte_ns : 1e-6) : 0;
+    if (n < (double)floor) {
+        if (lull_cfg.log && !policy_g.said_unreachable)
+            fprintf(stderr, "lull: pause target %.3f ms cannot be met: a minor of the smallest nursery (%zu KiB) "
+                    "is predicted to take %.3f ms (%.3f ms fixed, %.3f ns per nursery byte); said once\n",
+                    (double)policy_g.target_ns / 1e6, floor >> 10,
+                    (policy_g.fixed_ns + policy_g.per_byte_ns * (double)floor) / 1e6, policy_g.fixed_ns / 1e6,
+                    policy_g.per_byte_ns);
+        policy_g.said_unreachable = true;
+        return floor;
+    }
+    double grow = 2.0 * (double)lull_nursery_size();
+    if (n > grow)
+        n = grow;
+    return n > (double)ceiling ? ceiling : (size_t)n;
+}
+
+static void ema(double *v, bool *known, double sample)
+{
+    *v = *known ? *v + (sample - *v) / 4 : sample;
+    *known = true;
+}
+
+void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns)
+{
+    if (handed >= MIN_SAMPLE)
+        ema(&policy_g.per_byte_ns, &policy_g.per_byte_known, (double)trace_ns / (double)handed);
+    if (pause_ns) {
+        ema(&policy_g.fixed_ns, &policy_g.fixed_known, pause_ns > trace_ns ? (double)(pause_ns - trace_ns) : 0);
+        if (pause_ns > policy_g.target_ns)
+            __atomic_fetch_add(&policy_g.over_target, 1, __ATOMIC_RELAXED);
+    }
+    size_t n = size_for_target();
+    lull_nursery_resize(n);
+    policy_g.predicted_ns = policy_g.fixed_ns + policy_g.per_byte_ns * (double)lull_nursery_size();
+}
+
+double lull_policy_predicted_minor_ns(void)
+{
+    return policy_g.predicted_ns;
+}
+
+uint64_t lull_policy_minors_over_target(void)
+{
+    return __atomic_load_n(&policy_g.over_target, __ATOMIC_RELAXED);
+}
+
+uint64_t lull_policy_pause_target(void)
+{
+    return __atomic_load_n(&policy_g.target_ns, __ATOMIC_RELAXED);
+}
+
+void lull_policy_set_pause_target(uint64_t ns)
+{
+    __atomic_store_n(&policy_g.target_ns, ns, __ATOMIC_RELAXED);
+    policy_g.said_unreachable = false;
+    /* Resize now on what is known; a larger size waits for the next minor. */
+    lull_nursery_resize(size_for_target());
 }
 
 static bool major_due(void)

@@ -51,6 +51,19 @@ void lull_policy_after_major(uint64_t live_bytes);
 /* A concurrent major's initial pause (gc lock held): pacing measures from here. */
 void lull_policy_note_mark_start(void);
 
+/* The nursery's size for the pause target (gc lock held; the rule is in
+ * policy.c): after every minor, the nursery bytes handed out before it,
+ * its copying phase, and its whole pause (0 for a minor inside a major's
+ * pause, whose pause measures more than the minor). Resizes the nursery. */
+void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns);
+/* The pause the model predicts for the next minor, for the log. */
+double lull_policy_predicted_minor_ns(void);
+/* lull_set_pause_target (gc lock held), and what lull_get_stats reads
+ * (any thread). */
+void lull_policy_set_pause_target(uint64_t ns);
+uint64_t lull_policy_pause_target(void);
+uint64_t lull_policy_minors_over_target(void);
+
 /* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
  * cut to a power of two at most an eighth of max-heap-size. */
 size_t lull_policy_size_heap(lull_config *cfg);

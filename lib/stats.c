@@ -5,6 +5,8 @@
 
 #include "collect.h"
 #include "heap.h"
+#include "nursery.h"
+#include "policy.h"
 #include "threads.h"
 #include "util.h"
 
@@ -139,4 +141,9 @@ void lull_get_stats(lull_stats *s)
     if (lull_is_initialised())
         s->bytes_allocated = lull_threads_allocated_bytes();
     s->heap_bytes = lull_heap_bytes_held();
+    if (lull_is_initialised()) {
+        s->minors_over_target = lull_policy_minors_over_target();
+        s->pause_target_ns = lull_policy_pause_target();
+        s->nursery_bytes = lull_nursery_size();
+    }
 }

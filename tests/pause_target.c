@@ -1,0 +1,178 @@
+/*
+ * pause_target — the nursery is sized from what minors cost (policy.c):
+ *
+ *  - lull_set_pause_target rejects 0 and values outside
+ *    [LULL_PAUSE_TARGET_MIN_NS, LULL_PAUSE_TARGET_MAX_NS] with -EINVAL, and
+ *    lull_stats reports the target it accepted;
+ *  - under a survival-heavy load (every object kept) the minors exceed a
+ *    2 ms target at the full 8 MiB nursery, are counted in
+ *    minors_over_target, and the nursery shrinks to a quarter or less;
+ *  - when survival drops (nothing kept) the nursery grows back to its
+ *    ceiling, nursery-size;
+ *  - a new target resizes the nursery at once, before the next minor;
+ *  - with half the objects surviving the minors' median pause is within
+ *    twice the target once the size has settled (release builds only: a
+ *    sanitizer multiplies the cost of every copy, and the same load may
+ *    then not fit the target in the smallest nursery, as the log says);
+ *    the measured pauses and the collector's prediction are printed.
+ */
+#include "check.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+#define MB ((size_t)1 << 20)
+#define CEILING (8 * MB)
+
+typedef struct node {
+    lull_header h;
+    struct node *next;
+    uint64_t payload[3];
+} node;
+
+static const lull_type node_type = { .name = "node", .size = sizeof(node), .refs = 1u << 1 };
+
+typedef struct ring {
+    lull_array_header a;
+    void *slot[];
+} ring;
+
+static const lull_type ring_type = { .name = "ring", .size = sizeof(ring), .elem_size = sizeof(void *),
+                                     .elem_refs = 1 };
+
+static lull_stats stats(void)
+{
+    lull_stats s;
+    lull_get_stats(&s);
+    return s;
+}
+
+/* Minor pauses seen by the hook (phase C). */
+static uint64_t minor_ns[4096];
+static size_t nminor;
+static bool recording;
+
+static void hook(const lull_pause_event *ev, void *data)
+{
+    (void)data;
+    if (recording && ev->generation == LULL_GEN_NURSERY && nminor < sizeof minor_ns / sizeof minor_ns[0])
+        minor_ns[nminor++] = ev->duration_ns;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Allocate until `minors` more minors ran; keep every `keep`-th node
+ * (0: none) on the list at *head. */
+static NOINLINE void allocate(node **head, unsigned keep, uint64_t minors)
+{
+    uint64_t until = stats().collections_minor + minors;
+    for (uint64_t i = 0; stats().collections_minor < until; i++) {
+        for (int k = 0; k < 1024; k++) {
+            node *n = lull_alloc(&node_type);
+            CHECK(n, "lull_alloc failed");
+            n->payload[0] = i;
+            if (keep && (i * 1024 + (uint64_t)k) % keep == 0) {
+                LULL_SET(n, next, *head);
+                *head = n;
+            }
+        }
+    }
+}
+
+/* Phase C: keep every 2nd node in a ring of 64 Ki slots (old, so its
+ * cards are dirtied), overwriting round robin. */
+static NOINLINE void churn_ring(ring *r, uint64_t minors)
+{
+    uint64_t until = stats().collections_minor + minors, i = 0;
+    while (stats().collections_minor < until) {
+        for (int k = 0; k < 1024; k++, i++) {
+            node *n = lull_alloc(&node_type);
+            CHECK(n, "lull_alloc failed");
+            n->payload[0] = i;
+            if (i % 2 == 0)
+                lull_store(r, &r->slot[(i / 2) % r->a.length], n);
+        }
+    }
+}
+
+int main(void)
+{
+    CHECK(lull_init("nursery-size=8m,pause-target=2ms") == 0, "lull_init");
+    lull_set_pause_hook(hook, NULL);
+
+    /* The setter's bounds. */
+    CHECK(lull_set_pause_target(0) == -EINVAL, "0 accepted");
+    CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MIN_NS - 1) == -EINVAL, "99.999 us accepted");
+    CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MAX_NS + 1) == -EINVAL, "10 s + 1 ns accepted");
+    CHECK(lull_set_pause_target(UINT64_MAX) == -EINVAL, "UINT64_MAX accepted");
+    CHECK(stats().pause_target_ns == 2000000, "pause-target=2ms reads back as %" PRIu64, stats().pause_target_ns);
+    CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MAX_NS) == 0, "10 s refused");
+    CHECK(lull_set_pause_target(2000000) == 0, "2 ms refused");
+    CHECK(stats().nursery_bytes == CEILING, "the nursery starts at %zu bytes, not nursery-size", (size_t)stats().nursery_bytes);
+
+    /* A: everything survives. */
+    node *head = NULL;
+    allocate(&head, 1, 12);
+    lull_stats a = stats();
+    printf("survival-heavy: nursery %" PRIu64 " KiB, %" PRIu64 " of %" PRIu64 " minors over the target\n",
+           a.nursery_bytes >> 10, a.minors_over_target, a.collections_minor);
+    CHECK(a.minors_over_target > 0, "no minor exceeded 2 ms while copying a full 8 MiB nursery");
+    CHECK(a.nursery_bytes <= CEILING / 2, "the nursery did not shrink under full survival: %" PRIu64 " KiB",
+          a.nursery_bytes >> 10);
+
+    /* B: nothing survives; the nursery grows back within 200 minors. */
+    head = NULL;
+    lull_collect(LULL_GEN_MAJOR);
+    uint64_t start = stats().collections_minor;
+    while (stats().nursery_bytes < CEILING && stats().collections_minor < start + 200)
+        allocate(&head, 0, 1);
+    lull_stats b = stats();
+    printf("no survivors: nursery %" PRIu64 " KiB after %" PRIu64 " minors\n", b.nursery_bytes >> 10,
+           b.collections_minor - start);
+    CHECK(b.nursery_bytes == CEILING, "the nursery did not grow back to 8 MiB: %" PRIu64 " KiB after %" PRIu64
+          " minors without survivors", b.nursery_bytes >> 10, b.collections_minor - start);
+
+    /* C: half survives, in a ring; settle, then measure 40 minors. */
+    CHECK(lull_set_pause_target(1000000) == 0, "1 ms refused");
+    ring *r = lull_alloc_array(&ring_type, 1u << 16);
+    CHECK(r, "ring");
+    churn_ring(r, 30);
+    recording = true;
+    churn_ring(r, 40);
+    recording = false;
+    lull_stats c = stats();
+    qsort(minor_ns, nminor, sizeof minor_ns[0], cmp_u64);
+    uint64_t median = minor_ns[nminor / 2];
+    printf("half survives, target 1 ms: nursery %" PRIu64 " KiB, %zu minors: median %.3f ms, p90 %.3f ms, "
+           "max %.3f ms\n", c.nursery_bytes >> 10, nminor, median / 1e6, minor_ns[nminor * 9 / 10] / 1e6,
+           minor_ns[nminor - 1] / 1e6);
+    CHECK(nminor >= 40, "only %zu minors recorded", nminor);
+    if (!SANITIZED)
+        CHECK(median <= 2 * 1000000, "median minor %.3f ms, more than twice the 1 ms target", median / 1e6);
+    CHECK(c.nursery_bytes < CEILING, "the nursery stayed at 8 MiB although half survives and the target is 1 ms");
+
+    /* D: a new target applies at once: at the smallest one the nursery
+     * shrinks before the next minor. */
+    uint64_t minors = stats().collections_minor;
+    CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MIN_NS) == 0, "100 us refused");
+    lull_stats d = stats();
+    CHECK(d.pause_target_ns == LULL_PAUSE_TARGET_MIN_NS, "the target reads back as %" PRIu64, d.pause_target_ns);
+    CHECK(d.collections_minor == minors && d.nursery_bytes < c.nursery_bytes,
+          "the nursery stayed at %" PRIu64 " KiB when the target fell to 100 us", d.nursery_bytes >> 10);
+
+    lull_shutdown();
+    printf("pause_target: ok\n");
+    return 0;
+}
