@@ -150,7 +150,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
 
     /* Minor: empty the nursery into the major heap. */
     uint64_t handed = lull_nursery_handed();
-    uint64_t promoted = lull_nursery_collect();
+    uint64_t promoted = lull_nursery_collect(!start && !ends_major);
     LULL_PROBE1(minor_end, promoted);
 
     uint64_t live = 0;
@@ -265,10 +265,11 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
                     (double)lull_nursery_promoted_by_workers() / 1024.0);
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers) of %.1f KiB handed out, copying %.3f ms; nursery %zu KiB -> %zu KiB, next predicted "
-                    "%.3f ms%s\n", (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
-                    (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0,
-                    (double)handed / 1024.0, (double)lull_nursery_trace_ns() / 1e6, nursery_before >> 10,
+                    "workers) of %.1f KiB handed out, %.1f KiB of young large objects freed, copying %.3f ms; "
+                    "nursery %zu KiB -> %zu KiB, next predicted %.3f ms%s\n", (unsigned long long)collect_g.ncollections,
+                    reason, (double)pause / 1e6, (double)promoted / 1024.0,
+                    (double)lull_nursery_promoted_by_workers() / 1024.0, (double)handed / 1024.0,
+                    (double)lull_nursery_large_freed() / 1024.0, (double)lull_nursery_trace_ns() / 1e6, nursery_before >> 10,
                     lull_nursery_size() >> 10, lull_policy_predicted_minor_ns() / 1e6,
                     marking ? " (a concurrent mark runs)" : "");
     }

@@ -74,7 +74,11 @@ typedef struct lull_block {
     uint32_t run_head;     /* FREE last block, LARGE_TAIL: index of the head */
     uint32_t next, prev;   /* FREE head: free-run list; SMALL/EMPTY: block lists */
     uint32_t nfree;        /* SMALL: slots on free_list */
-    uint32_t age;          /* EMPTY: collections spent empty */
+    union {
+        uint32_t age;      /* EMPTY: collections spent empty */
+        uint32_t young;    /* LARGE_HEAD: nonzero while the object is young
+                              object is younger than the last minor (los.c); atomic */
+    };
     uint32_t minor_seen;   /* LARGE_HEAD: the last minor that visited the object
                               whole (its type has a trace function); atomic */
     void    *free_list;    /* SMALL: first free slot (word 1 links them) */
@@ -342,8 +346,66 @@ size_t lull_major_empty_bytes(void);
 
 /* ---- large objects (los.c) ---- */
 /* A zeroed large object of `bytes`, or NULL when no run can be had. */
+void     lull_los_init(void);    /* lull_init: no young large object */
 void    *lull_los_alloc(size_t bytes);
 uint64_t lull_los_sweep(void);
+
+/* Young large objects. A large object allocated since the last minor is
+ * young: a minor treats it as part of the young generation rather than as
+ * an old root. Its cards are not scanned; it survives only if the minor
+ * reaches it (from a root, a dirty card, a survivor or another young large
+ * object), and is then scanned whole; otherwise the minor frees it. One no
+ * larger than the nursery stays young for LULL_LOS_YOUNG_MINORS minors (it
+ * is scanned whole at each), and the old slots that point to it keep their
+ * cards dirty meanwhile, as they do for a pinned nursery object. A minor
+ * inside a major's pause makes every survivor old. (A program that
+ * allocates a large scratch array per frame and drops it would otherwise
+ * keep, through that dead array's dirty cards, everything the array ever
+ * held alive until the next major: every minor of bench/gameloop promoted
+ * its whole nursery.) A concurrent mark skips young large objects as it
+ * skips the nursery (mark.c); a young one it marked regardless is kept. */
+/* `young` of a LARGE_HEAD: 0 (old), else (minors seen + 1) << 1, plus
+ * LULL_LARGE_REACHED once this minor reached it. */
+#define LULL_LARGE_REACHED 1u
+#define LULL_LOS_YOUNG_MINORS 2u
+/* At most this many are young at once (more are born old): a minor's
+ * grey spill array has room for them beside the nursery's objects. */
+#define LULL_LOS_MAX_YOUNG 4096u
+extern uintptr_t lull_los_young_lo, lull_los_young_hi;
+
+/* The young large object whose run holds address v, or 0. */
+static inline uintptr_t lull_young_large_at(uintptr_t v)
+{
+    if (v - lull_los_young_lo >= lull_los_young_hi - lull_los_young_lo)
+        return 0;
+    const lull_block *b = lull_block_of(v);
+    uint32_t head;
+    if (b->state == LULL_BLOCK_LARGE_HEAD)
+        head = lull_block_index(v);
+    else if (b->state == LULL_BLOCK_LARGE_TAIL)
+        head = b->run_head;
+    else
+        return 0;
+    const lull_block *h = &lull_heap_g.blocks[head];
+    uintptr_t obj = lull_block_addr(head);
+    if (!__atomic_load_n(&h->young, __ATOMIC_RELAXED) || v - obj >= h->large_size)
+        return 0;
+    return obj;
+}
+
+/* During a minor (any tracer): the minor reached young large object obj.
+ * true for the one call that reached it first (it is then to be scanned). */
+static inline bool lull_los_reach(uintptr_t obj)
+{
+    uint32_t *y = &lull_block_of(obj)->young;
+    return !(__atomic_fetch_or(y, LULL_LARGE_REACHED, __ATOMIC_RELAXED) & LULL_LARGE_REACHED);
+}
+
+/* At the end of a minor (one thread): of the young large objects, those
+ * not reached (nor marked by a running concurrent mark) are freed; the
+ * others stay young if `may_age` and they may (above), else become old.
+ * Returns the bytes freed. */
+uint64_t lull_los_end_minor(bool may_age);
 
 /* ---- the whole heap ---- */
 size_t lull_heap_bytes_held(void);

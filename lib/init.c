@@ -128,6 +128,7 @@ int lull_init(const char *params)
     }
     lull_os_set_fail_every(cfg.fail_mmap);
     lull_major_init();
+    lull_los_init();
     lull_mark_init(cfg.mark_stack_limit);
     lull_stats_reset();
     lull_collect_init();

@@ -9,6 +9,28 @@
 #include "collect.h"
 #include "policy.h"
 #include "heap.h"
+#include "nursery.h"
+#include "util.h"
+
+/* The young large objects (heap.h), linked through their head
+ * descriptors' `next`: written under the gc lock (allocation, and the
+ * minor with the world stopped). */
+static struct {
+    uint32_t young_head;
+    uint32_t nyoung;
+} los_g = { .young_head = LULL_NO_BLOCK };
+
+/* The address range the young large objects lie in ([lo, hi), empty when
+ * there is none): a minor's slot test against it spares most slots a
+ * descriptor lookup. Written under the gc lock, read by a minor's tracers. */
+uintptr_t lull_los_young_lo, lull_los_young_hi;
+
+void lull_los_init(void)
+{
+    los_g.young_head = LULL_NO_BLOCK;
+    los_g.nyoung = 0;
+    lull_los_young_lo = lull_los_young_hi = 0;
+}
 
 void *lull_los_alloc(size_t bytes)
 {
@@ -23,6 +45,18 @@ void *lull_los_alloc(size_t bytes)
     head->state = LULL_BLOCK_LARGE_HEAD;
     head->run_len = n;
     head->large_size = bytes;
+    if (los_g.nyoung < LULL_LOS_MAX_YOUNG) {
+        uintptr_t a = lull_block_addr(idx);
+        __atomic_store_n(&head->young, 1u << 1, __ATOMIC_RELAXED);
+        head->next = los_g.young_head;
+        los_g.young_head = idx;
+        if (!los_g.nyoung++ || a < lull_los_young_lo)
+            lull_los_young_lo = a;
+        if (a + bytes > lull_los_young_hi)
+            lull_los_young_hi = a + bytes;
+    } else {
+        __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
+    }
     for (uint32_t k = 1; k < n; k++) {
         lull_block *t = &lull_heap_g.blocks[idx + k];
         t->state = LULL_BLOCK_LARGE_TAIL;
@@ -34,6 +68,8 @@ void *lull_los_alloc(size_t bytes)
 
 uint64_t lull_los_sweep(void)
 {
+    /* A major begins with a minor: no large object is young here. */
+    LULL_ASSERT(los_g.young_head == LULL_NO_BLOCK);
     uint64_t live = 0;
     for (uint32_t i = 0; i < lull_frontier();) {
         lull_block *b = &lull_heap_g.blocks[i];
@@ -52,4 +88,39 @@ uint64_t lull_los_sweep(void)
         i += n;
     }
     return live;
+}
+
+uint64_t lull_los_end_minor(bool may_age)
+{
+    uint64_t freed = 0;
+    uint32_t i = los_g.young_head;
+    size_t nursery = lull_nursery_end - lull_nursery_start;
+    los_g.young_head = LULL_NO_BLOCK;
+    los_g.nyoung = 0;
+    lull_los_young_lo = lull_los_young_hi = 0;
+    while (i != LULL_NO_BLOCK) {
+        lull_block *b = &lull_heap_g.blocks[i];
+        uint32_t next = b->next, y = __atomic_load_n(&b->young, __ATOMIC_RELAXED);
+        uintptr_t obj = lull_block_addr(i);
+        bool reached = y & LULL_LARGE_REACHED;
+        uint32_t seen = y >> 1;
+        if (reached && may_age && seen < LULL_LOS_YOUNG_MINORS && b->large_size <= nursery &&
+            !lull_is_marked(obj)) {
+            __atomic_store_n(&b->young, (seen + 1) << 1, __ATOMIC_RELAXED);
+            b->next = los_g.young_head;
+            los_g.young_head = i;
+            if (!los_g.nyoung++ || obj < lull_los_young_lo)
+                lull_los_young_lo = obj;
+            if (obj + b->large_size > lull_los_young_hi)
+                lull_los_young_hi = obj + b->large_size;
+        } else {
+            __atomic_store_n(&b->young, 0, __ATOMIC_RELAXED);
+            if (!reached && !lull_is_marked(obj)) {
+                freed += b->large_size;
+                lull_space_free_deferred(i, b->run_len);
+            }
+        }
+        i = next;
+    }
+    return freed;
 }

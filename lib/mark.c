@@ -93,10 +93,13 @@ static inline void mark_ref(lull_tracer *tr, uintptr_t v)
     if (b->state == LULL_BLOCK_SMALL) {
         if (mark_set(tr, v) && b->has_refs)
             lull_tracer_push(tr, v);
-    } else if ((b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0) ||
+    } else if ((b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0 &&
+                !__atomic_load_n(&b->young, __ATOMIC_RELAXED)) ||
                (b->state == LULL_BLOCK_NURSERY && !mark_g.ignore_nursery)) {
         /* A large object, or a survivor of the minor that began this major
-         * (pinned in the nursery; a typeless word there is free space). */
+         * (pinned in the nursery; a typeless word there is free space). A
+         * young large object is the minors' as the nursery is (heap.h):
+         * one the next minor does not reach, it frees. */
         const lull_type *t = lull_header_type(*(uintptr_t *)v);
         if (t && mark_set(tr, v) && lull_type_has_refs(t))
             lull_tracer_push(tr, v);

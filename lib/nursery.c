@@ -81,6 +81,7 @@ static struct {
      * minor, and the last minor's copying phase (roots forwarded, cards
      * scanned, copies drained) in ns. */
     uint64_t handed, trace_ns;
+    uint64_t large_freed;         /* young large objects the last minor freed, bytes */
 
     /* Logged ranges (walkable: objects or zero). Appended by refills,
      * sorted by start when a minor begins (log_sorted says whether it is).
@@ -158,7 +159,7 @@ int lull_nursery_init(size_t size)
         lull_heap_g.blocks[idx + i].state = LULL_BLOCK_NURSERY;
     nursery_g.log_cap = size / LULL_GRANULE + 1024;
     nursery_g.frags_cap = size / LULL_GRANULE + 1024;
-    nursery_g.gray_cap = size / LULL_GRANULE;
+    nursery_g.gray_cap = size / LULL_GRANULE + LULL_LOS_MAX_YOUNG;
     nursery_g.pins_cap = (size_t)1 << 20;
     nursery_g.excls_cap = size / LULL_GRANULE;
     nursery_g.log_ = reserve_array(nursery_g.log_cap * sizeof *nursery_g.log_);
@@ -518,10 +519,20 @@ static void pin(lull_tracer *tr, uintptr_t obj)
         lull_tracer_push(tr, obj);
 }
 
+/* A young large object this minor reaches (heap.h): it survives, and is
+ * scanned whole, once. */
+static void reach_large(lull_tracer *tr, uintptr_t obj)
+{
+    if (obj && lull_los_reach(obj) && lull_type_has_refs(lull_header_type(*(uintptr_t *)obj)))
+        lull_tracer_push(tr, obj);
+}
+
 static void pin_candidate(uintptr_t v, void *ctx)
 {
-    if (!lull_in_nursery(v))
+    if (!lull_in_nursery(v)) {
+        reach_large(ctx, lull_young_large_at(v));
         return;
+    }
     if (nursery_g.npins < nursery_g.pins_cap) {
         nursery_g.pins[nursery_g.npins++] = v;
     } else {
@@ -658,6 +669,8 @@ static void forward_slot(void **slotp, void *ctx)
     uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_RELAXED);
     if (lull_in_nursery(v))
         __atomic_store_n(slot, forward(ctx, v), __ATOMIC_RELAXED);
+    else
+        reach_large(((minor_tracer *)ctx)->tr, lull_young_large_at(v));
 }
 
 /* A slot in the major heap or a large object. Two tracers may visit one
@@ -666,8 +679,21 @@ static void forward_slot(void **slotp, void *ctx)
 static void forward_old_slot(void **slotp, void *ctx)
 {
     uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_RELAXED);
-    if (!lull_in_nursery(v))
+    if (!lull_in_nursery(v)) {
+        uintptr_t large = lull_young_large_at(v);
+        if (!large)
+            return;
+        reach_large(((minor_tracer *)ctx)->tr, large);
+        /* The object may stay young: remember this old slot (heap.h). */
+        set_card(slot);
+        /* A concurrent mark skipped the young object (mark.c) and may have
+         * precleaned this slot's card meanwhile: as for a copy below, the
+         * mark must visit this slot again. */
+        if (lull_marking())
+            __atomic_store_n(&lull_heap_g.union_cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT], 1,
+                             __ATOMIC_RELAXED);
         return;
+    }
     uintptr_t n = forward(ctx, v);
     __atomic_store_n(slot, n, __ATOMIC_RELAXED);
     if (lull_in_nursery(n))
@@ -747,7 +773,8 @@ static void list_card_work(void)
         }
         if (b->state == LULL_BLOCK_LARGE_HEAD || b->state == LULL_BLOCK_LARGE_TAIL) {
             uintptr_t obj = lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
-            if (lull_type_has_refs(lull_header_type(*(uintptr_t *)obj))) {
+            /* A young one is no root: scanned whole if reached (heap.h). */
+            if (!lull_young_large_at(obj) && lull_type_has_refs(lull_header_type(*(uintptr_t *)obj))) {
                 nursery_g.cwork[n++] = (card_work){ bi, UINT32_MAX, obj };
                 continue;
             }
@@ -916,6 +943,11 @@ uint64_t lull_nursery_promoted_by_workers(void)
     return nursery_g.promoted_by_workers;
 }
 
+uint64_t lull_nursery_large_freed(void)
+{
+    return nursery_g.large_freed;
+}
+
 uint64_t lull_nursery_handed(void)
 {
     return nursery_g.handed;
@@ -956,7 +988,7 @@ void lull_nursery_resize(size_t bytes)
     __atomic_store_n(&nursery_g.limit, limit, __ATOMIC_RELAXED);
 }
 
-uint64_t lull_nursery_collect(void)
+uint64_t lull_nursery_collect(bool may_age)
 {
     unsigned ntracers = lull_workers_count() + 1;
     lull_tracer tr = { .id = 0, .spill = spill_gray };
@@ -1014,6 +1046,7 @@ uint64_t lull_nursery_collect(void)
     }
     lull_tracer_release(&tr);
     nursery_g.trace_ns = lull_now_ns() - t_trace;
+    nursery_g.large_freed = lull_los_end_minor(may_age);
 
     /* 3. Promotion failures pinned objects after resolve_pins: sort again. */
     if (nursery_g.npins > nursery_g.pins_cap) {
@@ -1038,7 +1071,7 @@ uint64_t lull_nursery_collect(void)
     }
     nursery_g.promoted_by_workers = promoted - self->promoted;
     nursery_g.handed = 0;
-    lull_policy_note_unused(unused);
+    lull_policy_note_unused(unused + nursery_g.large_freed);
     if (lull_cfg.verify_nursery)
         lull_nursery_verify();
     return promoted;

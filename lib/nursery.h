@@ -95,8 +95,9 @@ bool lull_nursery_refill(struct lull_thread *t, size_t need);
 void lull_nursery_retire_tlab(struct lull_thread *t);
 
 /* The minor collection (world stopped, gc lock held). Returns the bytes
- * promoted into the major heap. */
-uint64_t lull_nursery_collect(void);
+ * promoted into the major heap. may_age: young large objects it reaches
+ * may stay young (heap.h); false for the minor of a major's pause. */
+uint64_t lull_nursery_collect(bool may_age);
 /* Of those, the bytes the mark workers copied (the last minor). */
 uint64_t lull_nursery_promoted_by_workers(void);
 
@@ -107,6 +108,8 @@ uint64_t lull_nursery_promoted_by_workers(void);
  * takes effect at once, a larger one when the next minor rebuilds the
  * free space. */
 uint64_t lull_nursery_handed(void);
+/* The bytes of young large objects the last minor freed (heap.h). */
+uint64_t lull_nursery_large_freed(void);
 uint64_t lull_nursery_trace_ns(void);
 size_t   lull_nursery_size(void);
 void     lull_nursery_resize(size_t bytes);
