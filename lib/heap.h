@@ -358,7 +358,10 @@ uint64_t lull_los_sweep(void);
  * larger than the nursery stays young for LULL_LOS_YOUNG_MINORS minors (it
  * is scanned whole at each), and the old slots that point to it keep their
  * cards dirty meanwhile, as they do for a pinned nursery object. A minor
- * inside a major's pause makes every survivor old. (A program that
+ * inside a major's pause makes every survivor old. While a concurrent
+ * mark runs, an unreached one is not freed but made old, for the final
+ * pause's sweep (the mark reads block descriptors without the gc lock,
+ * mark.c: scan_union). (A program that
  * allocates a large scratch array per frame and drops it would otherwise
  * keep, through that dead array's dirty cards, everything the array ever
  * held alive until the next major: every minor of bench/gameloop promoted
@@ -402,7 +405,8 @@ static inline bool lull_los_reach(uintptr_t obj)
 }
 
 /* At the end of a minor (one thread): of the young large objects, those
- * not reached (nor marked by a running concurrent mark) are freed; the
+ * not reached (nor marked by a running concurrent mark) are freed (made
+ * old while a mark runs); the
  * others stay young if `may_age` and they may (above), else become old.
  * Returns the bytes freed. */
 uint64_t lull_los_end_minor(bool may_age);

@@ -9,7 +9,9 @@
 #include "collect.h"
 #include "policy.h"
 #include "heap.h"
+#include "mark.h"
 #include "nursery.h"
+#include "trace.h"
 #include "util.h"
 
 /* The young large objects (heap.h), linked through their head
@@ -90,11 +92,19 @@ uint64_t lull_los_sweep(void)
     return live;
 }
 
+static void drop_young_ref(void **slot, void *ctx)
+{
+    (void)ctx;
+    if (lull_in_nursery((uintptr_t)*slot))
+        *slot = NULL;
+}
+
 uint64_t lull_los_end_minor(bool may_age)
 {
     uint64_t freed = 0;
     uint32_t i = los_g.young_head;
     size_t nursery = lull_nursery_end - lull_nursery_start;
+    bool marking = lull_marking();
     los_g.young_head = LULL_NO_BLOCK;
     los_g.nyoung = 0;
     lull_los_young_lo = lull_los_young_hi = 0;
@@ -115,7 +125,16 @@ uint64_t lull_los_end_minor(bool may_age)
                 lull_los_young_hi = obj + b->large_size;
         } else {
             __atomic_store_n(&b->young, 0, __ATOMIC_RELAXED);
-            if (!reached && !lull_is_marked(obj)) {
+            /* Kept unreached (a mark runs, or marked it): this minor did
+             * not forward its slots, so those into the nursery would
+             * dangle in an old object. It is garbage; they become NULL. */
+            if (!reached && (marking || lull_is_marked(obj)))
+                lull_trace_slots(obj, drop_young_ref, NULL);
+            /* While a concurrent mark runs, a dead one becomes old and
+             * unmarked instead, freed by the final pause's sweep: the
+             * background mark reads the descriptors of blocks with union
+             * cards without the gc lock, so none may change meanwhile. */
+            if (!reached && !lull_is_marked(obj) && !marking) {
                 freed += b->large_size;
                 lull_space_free_deferred(i, b->run_len);
             }

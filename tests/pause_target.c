@@ -9,7 +9,9 @@
  *    minors_over_target, and the nursery shrinks to a quarter or less;
  *  - when survival drops (nothing kept) the nursery grows back to its
  *    ceiling, nursery-size;
- *  - a new target resizes the nursery at once, before the next minor;
+ *  - a new target resizes the nursery at once, before the next minor (to
+ *    1 MiB or less for 100 us; under a sanitizer it may be at its 256 KiB
+ *    floor already);
  *  - with half the objects surviving the minors' median pause is within
  *    twice the target once the size has settled (release builds only: a
  *    sanitizer multiplies the cost of every copy, and the same load may
@@ -169,8 +171,9 @@ int main(void)
     CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MIN_NS) == 0, "100 us refused");
     lull_stats d = stats();
     CHECK(d.pause_target_ns == LULL_PAUSE_TARGET_MIN_NS, "the target reads back as %" PRIu64, d.pause_target_ns);
-    CHECK(d.collections_minor == minors && d.nursery_bytes < c.nursery_bytes,
-          "the nursery stayed at %" PRIu64 " KiB when the target fell to 100 us", d.nursery_bytes >> 10);
+    CHECK(d.collections_minor == minors && d.nursery_bytes <= c.nursery_bytes && d.nursery_bytes <= MB,
+          "the nursery is %" PRIu64 " KiB (was %" PRIu64 " KiB) when the target fell to 100 us",
+          d.nursery_bytes >> 10, c.nursery_bytes >> 10);
 
     lull_shutdown();
     printf("pause_target: ok\n");

@@ -10,7 +10,11 @@
  *    only path to it is a precise root, a slot of an old object, a nursery
  *    node, another young large array, or the stack, through minors (it
  *    stays young for two, so the old slot's card must still lead to it in
- *    the second) and majors, concurrent or not.
+ *    the second) and majors, concurrent or not;
+ *  - a dropped young array while a concurrent mark runs is kept for the
+ *    final pause's sweep, its references into the nursery cleared
+ *    (ctest young_large_marking runs this with verify-nursery and the
+ *    mark stretched, so that minors run during marks).
  */
 #include "check.h"
 
@@ -118,11 +122,49 @@ static void kept_arrays(void)
     lull_root_remove(roots);
 }
 
+/* ---- a dropped young array while a concurrent mark runs ---- */
+
+static volatile int mark_running;      /* between an initial and a final pause */
+
+static void hook(const lull_pause_event *ev, void *data)
+{
+    (void)data;
+    if (ev->phase == LULL_PHASE_INITIAL)
+        mark_running = 1;
+    else if (ev->phase == LULL_PHASE_FINAL)
+        mark_running = 0;
+}
+
+/* With the mark stretched (ctest young_large_marking: mark-delay), minors
+ * run while it marks; the dropped array is kept until the final pause and
+ * must not hold references into the evacuated nursery meanwhile
+ * (verify-nursery checks every object after each minor, dead ones too). */
+static void dead_array_while_marking(void)
+{
+    lull_set_pause_hook(hook, NULL);
+    int rounds = 0;
+    for (int i = 0; i < 2000 && rounds < 5; i++) {
+        bytes_new(MB, (uint64_t)i);   /* large, dropped: what starts majors here */
+        garbage(2000);
+        if (mark_running) {
+            run_in_fresh_thread(fill_dead);
+            lull_collect(LULL_GEN_NURSERY);
+            rounds++;
+        }
+    }
+    lull_set_pause_hook(NULL, NULL);
+    printf("dropped arrays while a mark ran: %d\n", rounds);
+    const char *dbg = getenv("LULL_GC_DEBUG");
+    if (dbg && strstr(dbg, "mark-delay"))   /* else the marks may be too short to meet */
+        CHECK(rounds > 0, "no concurrent mark ran during 2000 rounds of allocation");
+}
+
 int main(void)
 {
     CHECK(lull_init("nursery-size=16m") == 0, "lull_init");
     dead_array();
     kept_arrays();
+    dead_array_while_marking();
     lull_shutdown();
     printf("young_large: ok\n");
     return 0;
