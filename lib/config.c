@@ -13,14 +13,21 @@
 #include "lull.h"
 #include "util.h"
 
-int lull_config_parse_size(const char *s, size_t *out)
+/* The leading decimal number of s (no sign, no blank), and where it ends. */
+static int parse_leading(const char *s, unsigned long long *v, char **end)
 {
     if (!s || !isdigit((unsigned char)*s))
         return -EINVAL;
     errno = 0;
+    *v = strtoull(s, end, 10);
+    return errno ? -EINVAL : 0;
+}
+
+int lull_config_parse_size(const char *s, size_t *out)
+{
+    unsigned long long v;
     char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
+    if (parse_leading(s, &v, &end))
         return -EINVAL;
     unsigned shift = 0;
     switch (*end) {
@@ -39,12 +46,9 @@ int lull_config_parse_size(const char *s, size_t *out)
 
 int lull_config_parse_time(const char *s, uint64_t *ns)
 {
-    if (!s || !isdigit((unsigned char)*s))
-        return -EINVAL;
-    errno = 0;
+    unsigned long long v;
     char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
+    if (parse_leading(s, &v, &end))
         return -EINVAL;
     uint64_t unit;
     if (!strcmp(end, "ns")) unit = 1;
