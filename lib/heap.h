@@ -344,6 +344,13 @@ void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand);
 void lull_major_release_empty(uint32_t min_age);
 size_t lull_major_empty_bytes(void);
 
+/* Prefetch every cache line of [lo, hi) (a card about to be scanned). */
+static inline void lull_prefetch_range(uintptr_t lo, uintptr_t hi)
+{
+    for (uintptr_t a = lo & ~(uintptr_t)63; a < hi; a += 64)
+        __builtin_prefetch((const void *)a);
+}
+
 /* ---- large objects (los.c) ---- */
 /* A zeroed large object of `bytes`, or NULL when no run can be had. */
 void     lull_los_init(void);    /* lull_init: no young large object */
