@@ -308,6 +308,43 @@ static void rescan_card(lull_tracer *tr, uint32_t bi, size_t c)
     }
 }
 
+/* Cards to rescan, each prefetched CARD_PIPE cards before it is scanned
+ * (the cards lie on objects scattered over the heap; see nursery.c,
+ * scan_cards). A caller that holds the gc lock for the descriptors' sake
+ * flushes before it lets go. */
+#define CARD_PIPE 16u
+typedef struct {
+    uint32_t bi[CARD_PIPE];
+    uint16_t c[CARD_PIPE];
+    unsigned head, n;
+} card_pipe;
+
+static void pipe_push(lull_tracer *tr, card_pipe *p, uint32_t bi, size_t c)
+{
+    const lull_block *b = &lull_heap_g.blocks[bi];
+    uintptr_t base = lull_block_addr(bi), lo = base + (c << LULL_CARD_SHIFT);
+    if (b->state == LULL_BLOCK_SMALL) {
+        uintptr_t sz = lull_class_size[b->size_class];
+        __builtin_prefetch((const void *)(base + (lo - base) / sz * sz));
+    }
+    lull_prefetch_range(lo, lo + ((uintptr_t)1 << LULL_CARD_SHIFT));
+    if (p->n == CARD_PIPE) {
+        rescan_card(tr, p->bi[p->head], p->c[p->head]);
+        p->head = (p->head + 1) % CARD_PIPE;
+        p->n--;
+    }
+    unsigned t = (p->head + p->n) % CARD_PIPE;
+    p->bi[t] = bi;
+    p->c[t] = (uint16_t)c;
+    p->n++;
+}
+
+static void pipe_flush(lull_tracer *tr, card_pipe *p)
+{
+    for (; p->n; p->n--, p->head = (p->head + 1) % CARD_PIPE)
+        rescan_card(tr, p->bi[p->head], p->c[p->head]);
+}
+
 static bool block_has_bytes(const uint8_t *cards)
 {
     const uint64_t *w = (const uint64_t *)cards;
@@ -330,6 +367,7 @@ static size_t scan_union(lull_tracer *tr, bool concurrent)
     uint8_t *u = lull_heap_g.union_cards;
     uint32_t frontier = lull_frontier();
     size_t found = 0;
+    card_pipe p = { .n = 0 };
     for (uint32_t bi = 0; bi < frontier; bi++) {
         uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
         if (!block_has_bytes(uc))
@@ -341,9 +379,10 @@ static size_t scan_union(lull_tracer *tr, bool concurrent)
                 continue;
             uc[c] = 0;
             found++;
-            rescan_card(tr, bi, c);
+            pipe_push(tr, &p, bi, c);
         }
     }
+    pipe_flush(tr, &p);     /* every card cleared above is rescanned */
     return found;
 }
 
@@ -358,6 +397,7 @@ static size_t scan_live_cards(lull_tracer *tr)
     const uint8_t *cards = lull_heap_g.cards;
     uint32_t frontier = lull_frontier();
     size_t found = 0;
+    card_pipe p = { .n = 0 };
     for (uint32_t bi = 0; bi < frontier; bi++) {
         const uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
         if (!block_has_bytes(bc))
@@ -365,9 +405,10 @@ static size_t scan_live_cards(lull_tracer *tr)
         for (size_t c = 0; c < CARDS_PER_BLOCK; c++)
             if (bc[c]) {
                 found++;
-                rescan_card(tr, bi, c);
+                pipe_push(tr, &p, bi, c);
             }
     }
+    pipe_flush(tr, &p);
     return found;
 }
 
@@ -387,6 +428,7 @@ static size_t preclean_cards(lull_tracer *tr)
     uint8_t *cards = lull_heap_g.cards;
     size_t found = 0;
     uint32_t bi = 0;
+    card_pipe p = { .n = 0 };
     for (;;) {
         if (lull_workers_background_stopping())
             break;
@@ -406,9 +448,10 @@ static size_t preclean_cards(lull_tracer *tr)
                                                  __ATOMIC_RELAXED))
                     continue;
                 found++;
-                rescan_card(tr, bi, c);
+                pipe_push(tr, &p, bi, c);
             }
         }
+        pipe_flush(tr, &p);     /* before the gc lock goes: descriptors may change after */
         bool done = bi >= frontier;
         lull_gc_unlock();
         if (done)
