@@ -36,6 +36,9 @@ static struct {
     atomic_bool bg_done;        /* the job found nothing left to do */
     uint64_t cycle;             /* concurrent marks begun */
     uint64_t final_cards;       /* union cards the last final pause rescanned */
+    bool cards_in_drain;        /* the final pause: each marker rescans cards first */
+    atomic_uint next_block;     /* ... claimed in chunks through this */
+    atomic_size_t cards_found;  /* ... and counted here */
     unsigned passes;            /* preclean passes of the running mark (the job only) */
     size_t last_found;          /* ... and what the last one found */
     atomic_uint_fast64_t precleaned;     /* ... and the job rescanned meanwhile */
@@ -184,11 +187,15 @@ static void drain_local_job(lull_tracer *tr, void *arg)
     drain_local(tr);
 }
 
+static void final_cards_part(lull_tracer *tr);
+
 static void mark_job(lull_tracer *tr, void *arg)
 {
     (void)arg;
     uint64_t before = tr->scanned;
     tr->share = true;
+    if (mark_g.cards_in_drain)
+        final_cards_part(tr);
     lull_tracer_drain_shared(tr, &mark_g.active, drain_local_job, NULL);
     tr->share = false;
     LULL_ASSERT(lull_tracer_empty(tr));
@@ -412,6 +419,41 @@ static size_t scan_live_cards(lull_tracer *tr)
     return found;
 }
 
+/* The final pause's cards, on every marker (mark_job), claimed FINAL_CHUNK
+ * blocks at a time: each card dirty in the union table (cleared) or in the
+ * live table (left for the next minor) is rescanned once. */
+#define FINAL_CHUNK 64u
+static void final_cards_part(lull_tracer *tr)
+{
+    uint8_t *u = lull_heap_g.union_cards;
+    const uint8_t *cards = lull_heap_g.cards;
+    uint32_t frontier = lull_frontier();
+    size_t found = 0;
+    card_pipe p = { .n = 0 };
+    for (;;) {
+        uint32_t b0 = atomic_fetch_add_explicit(&mark_g.next_block, FINAL_CHUNK, memory_order_relaxed);
+        if (b0 >= frontier)
+            break;
+        uint32_t b1 = b0 + FINAL_CHUNK < frontier ? b0 + FINAL_CHUNK : frontier;
+        for (uint32_t bi = b0; bi < b1; bi++) {
+            uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
+            const uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
+            bool in_union = block_has_bytes(uc);
+            if (!in_union && !block_has_bytes(bc))
+                continue;
+            for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
+                if (!uc[c] && !__atomic_load_n(&bc[c], __ATOMIC_RELAXED))
+                    continue;
+                uc[c] = 0;
+                found++;
+                pipe_push(tr, &p, bi, c);
+            }
+        }
+    }
+    pipe_flush(tr, &p);
+    atomic_fetch_add_explicit(&mark_g.cards_found, found, memory_order_relaxed);
+}
+
 /* Preclean the live card table while the world runs: each CARD_STORED card
  * becomes CARD_YOUNG (still dirty for the minors: their remembered set)
  * with a compare-and-swap, then the marked objects on it are rescanned. A
@@ -579,15 +621,27 @@ void lull_mark_finish(lull_tracer *tr)
     mark_g.held = NULL;
     lull_roots_scan_threads(lull_mark_conservative, tr);
     lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, tr);
-    mark_g.final_cards = scan_union(tr, false) + scan_live_cards(tr);
-    /* verify-parallel checks this drain as it does a synchronous one: the
-     * serial re-mark starts from every object marked now (the roots, what
-     * the cards greyed, and all the concurrent mark blackened), whose
-     * closure must be what the parallel drain reaches. */
+    /* The dirty cards: rescanned by every marker at the start of the
+     * drain, or here by this thread alone when there is no worker, or
+     * with verify-parallel, which checks this drain as it does a
+     * synchronous one: the serial re-mark starts from every object marked
+     * before the drain (the roots, what the cards greyed, and all the
+     * concurrent mark blackened), whose closure must be what the parallel
+     * drain reaches. */
+    mark_g.cards_in_drain = lull_workers_count() && !lull_cfg.verify_parallel;
+    if (mark_g.cards_in_drain) {
+        atomic_store(&mark_g.next_block, 0);
+        atomic_store(&mark_g.cards_found, 0);
+    } else {
+        mark_g.final_cards = scan_union(tr, false) + scan_live_cards(tr);
+    }
     if (lull_cfg.verify_parallel)
         lull_mark_verify_parallel_save();
     uint64_t concurrent = atomic_load(&mark_g.scanned);
     lull_mark_drain(tr);
+    if (mark_g.cards_in_drain)
+        mark_g.final_cards = atomic_load(&mark_g.cards_found);
+    mark_g.cards_in_drain = false;
     atomic_fetch_add(&mark_g.scanned, concurrent);
     if (lull_cfg.verify_parallel && lull_workers_count())
         lull_mark_verify_parallel_check(tr);
