@@ -295,6 +295,30 @@ typedef void (*lull_pause_hook)(const lull_pause_event *event, void *data);
  * removes it. Calling before lull_init is misuse (abort). */
 void lull_set_pause_hook(lull_pause_hook hook, void *data);
 
+/* ------------------------------------------------------------------------ */
+/* Looking inside: heap-shots                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lull_type_usage {
+    const lull_type *type;
+    uint64_t objects;        /* live objects of this type */
+    uint64_t bytes;          /* their bytes, headers included: the memory their slots take */
+} lull_type_usage;
+
+typedef void (*lull_heap_shot_fn)(const lull_type_usage *usage, size_t count, void *data);
+
+/* Run a complete major collection, marking with the world stopped (so
+ * the counts are exactly what was reachable at that moment, with no
+ * floating garbage; a concurrent mark running is finished first), and
+ * report from its mark every type with live objects, once each: `count`
+ * entries, in no particular order. `fn` runs on the calling thread once
+ * the world runs again and lull's locks are released: it may call lull.
+ * The counting walks the marked objects within that collection's pause.
+ * Returns 0, -EINVAL for a NULL fn, -EPERM before lull_init, -ENOMEM when
+ * the table for the counts cannot be had (or more than 65,536 types are
+ * live; the collection has run then). */
+int lull_heap_shot(lull_heap_shot_fn fn, void *data);
+
 #ifdef __cplusplus
 }
 #endif

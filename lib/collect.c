@@ -30,6 +30,7 @@
 
 #include "heap.h"
 #include "mark.h"
+#include "os.h"
 #include "nursery.h"
 #include "policy.h"
 #include "probes.h"
@@ -57,6 +58,7 @@ static struct {
     uint64_t ncollections;         /* the rest: under gc_lock */
     lull_pause_hook pause_hook;
     void *pause_hook_data;
+    struct heap_shot *shot;        /* lull_heap_shot: count the next synchronous mark */
 } collect_g = { .gc_lock_once = PTHREAD_ONCE_INIT };
 
 /* lull_set_allow_synchronous_major's switch: read without the lock. */
@@ -121,6 +123,68 @@ __attribute__((noinline)) static void clear_stack_below(void)
     volatile char buf[CLEAR_STACK_BYTES];
     memset((char *)buf, 0, sizeof buf);
     __asm__ __volatile__("" : : "r"(buf) : "memory");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Heap-shots                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* The counts of one heap-shot: open addressing on the type pointer, in
+ * memory mapped before the pause (a stopped thread may hold malloc's
+ * lock), then compacted into `usage` for the callback. */
+#define SHOT_SLOTS ((size_t)1 << 16)
+typedef struct heap_shot {
+    lull_type_usage slot[SHOT_SLOTS];
+    size_t used;
+    bool full;
+} heap_shot;
+
+static void shot_count(uintptr_t obj, void *ctx)
+{
+    heap_shot *h = ctx;
+    const lull_type *t = lull_header_type(*(uintptr_t *)obj);
+    size_t i = (size_t)(((uintptr_t)t >> 3) * 0x9e3779b97f4a7c15ull >> 48) & (SHOT_SLOTS - 1);
+    for (size_t probe = 0; probe < SHOT_SLOTS; probe++, i = (i + 1) & (SHOT_SLOTS - 1)) {
+        lull_type_usage *u = &h->slot[i];
+        if (!u->type) {
+            if (h->used == SHOT_SLOTS - 1) {
+                h->full = true;
+                return;
+            }
+            u->type = t;
+            h->used++;
+        }
+        if (u->type == t) {
+            u->objects++;
+            u->bytes += lull_object_footprint(obj);
+            return;
+        }
+    }
+}
+
+int lull_heap_shot(lull_heap_shot_fn fn, void *data)
+{
+    if (!lull_is_initialised())
+        return -EPERM;
+    if (!fn)
+        return -EINVAL;
+    heap_shot *h = lull_os_reserve_rw(sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    lull_gc_lock();
+    collect_g.shot = h;
+    lull_collect_locked(LULL_GEN_MAJOR, "heap shot");
+    collect_g.shot = NULL;
+    lull_gc_unlock();
+    size_t n = 0;
+    for (size_t i = 0; i < SHOT_SLOTS; i++)
+        if (h->slot[i].type)
+            h->slot[n++] = h->slot[i];
+    bool full = h->full;
+    if (!full)
+        fn(h->slot, n, data);
+    lull_os_unreserve(h, sizeof *h);
+    return full ? -ENOMEM : 0;
 }
 
 /* One pause (lull_collect_locked). `self` is the calling thread (NULL if
@@ -194,6 +258,8 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         LULL_PROBE1(mark_end, lull_mark_overflows());
         if (lull_cfg.verify)
             lull_verify_marked();
+        if (collect_g.shot && !finish)
+            lull_heap_each_marked(false, shot_count, collect_g.shot);   /* lull_heap_shot */
 
         /* Sweep: large objects and the nursery's survivors now; the
          * small-object blocks lazily (heap.h), their live bytes counted

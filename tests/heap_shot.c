@@ -1,0 +1,181 @@
+/*
+ * heap_shot — lull_heap_shot counts what is live, by type, exactly:
+ *
+ *  - -EPERM before lull_init, -EINVAL for a NULL callback;
+ *  - with known numbers of objects kept from precise roots (small nodes,
+ *    arrays of several lengths, large arrays, lull_alloc_pinned objects, a
+ *    node pinned in the nursery by a conservative root range) and as many
+ *    again dropped, each type is reported once with exactly the kept
+ *    number of objects and at least their bytes, while two other threads
+ *    allocate garbage of another type all along;
+ *  - after the kept objects are dropped too, the next shot reports at most
+ *    a tenth of them (the noise threads' stacks are scanned
+ *    conservatively: see the comment at the check);
+ *  - the callback may call lull (it allocates and collects).
+ */
+#include "check.h"
+
+#include <stdatomic.h>
+
+#define N_SMALL   1000u
+#define N_ARRAYS  300u
+#define N_LARGE   5u
+#define N_PINNED  7u
+
+typedef struct small { lull_header h; void *ref; uint64_t v[2]; } small;
+static const lull_type small_type = { .name = "shot-small", .size = sizeof(small), .refs = LULL_REF(small, ref) };
+typedef struct arr { lull_array_header a; uint64_t x[]; } arr;
+static const lull_type arr_type = { .name = "shot-array", .size = sizeof(arr), .elem_size = 8 };
+static const lull_type large_type = { .name = "shot-large", .size = sizeof(arr), .elem_size = 8 };
+static const lull_type pinned_type = { .name = "shot-pinned", .size = sizeof(small),
+                                       .refs = LULL_REF(small, ref) };
+static const lull_type noise_type = { .name = "shot-noise", .size = sizeof(small), .refs = LULL_REF(small, ref) };
+
+static void *keep[N_SMALL + N_ARRAYS + N_LARGE + N_PINNED];
+static void *conservative_slot[1];       /* a conservative root range: pins a nursery node */
+
+static atomic_bool stop;
+
+static void *noise_main(void *arg)
+{
+    (void)arg;
+    CHECK(lull_thread_attach() == 0, "attach");
+    void *last = NULL;
+    for (unsigned n = 1; !atomic_load(&stop); n++) {
+        small *s = lull_alloc(&noise_type);
+        CHECK(s, "noise alloc");
+        LULL_SET(s, ref, last);
+        last = n % 1000 ? s : NULL;      /* chains of 1000, then garbage */
+    }
+    lull_thread_detach();
+    return NULL;
+}
+
+static size_t arr_len(unsigned i) { return 1 + i % 50; }
+
+/* In a fresh thread: keep a known set, drop as much again. */
+static void build(void)
+{
+    unsigned k = 0;
+    for (unsigned i = 0; i < 2 * N_SMALL; i++) {
+        small *s = lull_alloc(&small_type);
+        CHECK(s, "alloc small");
+        if (i % 2 == 0)
+            keep[k++] = s;
+    }
+    for (unsigned i = 0; i < 2 * N_ARRAYS; i++) {
+        arr *a = lull_alloc_array(&arr_type, arr_len(i / 2));
+        CHECK(a, "alloc array");
+        if (i % 2 == 0)
+            keep[k++] = a;
+    }
+    for (unsigned i = 0; i < 2 * N_LARGE; i++) {
+        arr *a = lull_alloc_array(&large_type, 20000 + i);
+        CHECK(a, "alloc large");
+        if (i % 2 == 0)
+            keep[k++] = a;
+    }
+    for (unsigned i = 0; i < 2 * N_PINNED; i++) {
+        small *s = lull_alloc_pinned(&pinned_type);
+        CHECK(s, "alloc pinned");
+        if (i % 2 == 0)
+            keep[k++] = s;
+    }
+    CHECK(k == sizeof keep / sizeof keep[0], "kept %u", k);
+    /* One more small node, held only by the conservative range: it stays
+     * pinned in the nursery through the shot's minor. */
+    conservative_slot[0] = lull_alloc(&small_type);
+}
+
+typedef struct { const lull_type *t; uint64_t objects, bytes; unsigned seen; } expect;
+
+static expect want[4];
+static unsigned calls;
+
+static void shot_fn(const lull_type_usage *u, size_t n, void *data)
+{
+    (void)data;
+    calls++;
+    for (unsigned w = 0; w < 4; w++)
+        want[w].seen = 0, want[w].objects = want[w].bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        CHECK(u[i].type && u[i].objects > 0 && u[i].bytes >= u[i].objects * 16,
+              "entry %zu: type %p objects %" PRIu64 " bytes %" PRIu64, i, (const void *)u[i].type, u[i].objects,
+              u[i].bytes);
+        for (unsigned w = 0; w < 4; w++)
+            if (u[i].type == want[w].t) {
+                want[w].seen++;
+                want[w].objects = u[i].objects;
+                want[w].bytes = u[i].bytes;
+            }
+    }
+    /* The callback may use lull. */
+    CHECK(lull_alloc(&noise_type), "allocating from the callback");
+}
+
+int main(void)
+{
+    CHECK(lull_heap_shot(shot_fn, NULL) == -EPERM, "before lull_init");
+    CHECK(lull_init(NULL) == 0, "lull_init");
+    CHECK(lull_heap_shot(NULL, NULL) == -EINVAL, "NULL fn");
+    CHECK(lull_root_add_refs(keep, sizeof keep / sizeof keep[0]) == 0, "root");
+    CHECK(lull_root_add(conservative_slot, sizeof conservative_slot) == 0, "conservative root");
+    /* The noise threads start first: a thread started after build's would
+     * get its cached stack, whose stale words conservatively keep dropped
+     * objects alive. */
+    pthread_t noise[2];
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&noise[i], NULL, noise_main, NULL) == 0, "pthread_create");
+    run_in_fresh_thread(build);
+    sleep_ms(50);
+
+    want[0].t = &small_type;
+    want[1].t = &arr_type;
+    want[2].t = &large_type;
+    want[3].t = &pinned_type;
+    const uint64_t counts[4] = { N_SMALL + 1, N_ARRAYS, N_LARGE, N_PINNED };
+    uint64_t min_bytes[4] = { (N_SMALL + 1) * sizeof(small), 0, 0, N_PINNED * sizeof(small) };
+    for (unsigned i = 0; i < N_ARRAYS; i++)
+        min_bytes[1] += sizeof(arr) + 8 * arr_len(i);
+    for (unsigned i = 0; i < N_LARGE; i++)
+        min_bytes[2] += sizeof(arr) + 8 * (20000 + 2 * i);
+
+    for (int round = 0; round < 3; round++) {
+        CHECK(lull_heap_shot(shot_fn, NULL) == 0, "lull_heap_shot");
+        for (unsigned w = 0; w < 4; w++) {
+            CHECK(want[w].seen == 1, "round %d: type %s reported %u times", round, want[w].t->name, want[w].seen);
+            CHECK(want[w].objects == counts[w], "round %d: %" PRIu64 " live objects of %s, expected %" PRIu64,
+                  round, want[w].objects, want[w].t->name, counts[w]);
+            CHECK(want[w].bytes >= min_bytes[w], "round %d: %" PRIu64 " bytes of %s, at least %" PRIu64 " expected",
+                  round, want[w].bytes, want[w].t->name, min_bytes[w]);
+        }
+        printf("round %d: %" PRIu64 " small (%" PRIu64 " B), %" PRIu64 " arrays, %" PRIu64 " large (%" PRIu64
+               " B), %" PRIu64 " pinned\n", round, want[0].objects, want[0].bytes, want[1].objects,
+               want[2].objects, want[2].bytes, want[3].objects);
+    }
+
+    /* Dropped: gone from the next shot, but for what the conservative
+     * scan of the noise threads keeps: seen, up to 64 of the 1,001 small
+     * nodes in 6 of 10 runs, none in 10 runs without the noise threads.
+     * Which words hold them is not pinned down yet (the noise threads
+     * never see a small node, but their allocations run collections that
+     * copy them). */
+    memset(keep, 0, sizeof keep);
+    conservative_slot[0] = NULL;
+    CHECK(lull_heap_shot(shot_fn, NULL) == 0, "lull_heap_shot after dropping");
+    for (unsigned w = 0; w < 4; w++)
+        CHECK(want[w].objects <= counts[w] / 10, "type %s: %" PRIu64 " of %" PRIu64
+              " objects still reported after everything was dropped", want[w].t->name, want[w].objects, counts[w]);
+
+    atomic_store(&stop, true);
+    lull_thread_detach();      /* join from outside lull (README, under TSan) */
+    for (int i = 0; i < 2; i++)
+        pthread_join(noise[i], NULL);
+    CHECK(lull_thread_attach() == 0, "attach");
+    CHECK(calls == 4, "callback ran %u times", calls);
+    lull_root_remove(keep);
+    lull_root_remove(conservative_slot);
+    lull_shutdown();
+    printf("heap_shot: ok\n");
+    return 0;
+}
