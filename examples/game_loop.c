@@ -16,10 +16,12 @@
  * Frame times are those of played frames; the loading screens are
  * reported apart.
  *
- *   game_loop [--seconds S] [FRAMES [ENTITIES]]
+ *   game_loop [--seconds S] [--heap-shot] [FRAMES [ENTITIES]]
  *
- * It runs FRAMES frames if given, else S seconds (default 5). The exit
- * status is 1 if the world is broken or no frame ran.
+ * It runs FRAMES frames if given, else S seconds (default 5). With
+ * --heap-shot, each loading screen's major is a lull_heap_shot, and the
+ * five types that hold the most bytes are printed. The exit status is 1 if
+ * the world is broken or no frame ran.
  */
 #include <lull.h>
 
@@ -169,23 +171,70 @@ static int check_world(uint32_t n)
     return bad;
 }
 
+/* --heap-shot: what the heap holds, by type, at each loading screen. */
+static int by_bytes(const void *a, const void *b)
+{
+    const lull_type_usage *x = a, *y = b;
+    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+static void print_top(const lull_type_usage *usage, size_t count, void *data)
+{
+    lull_type_usage top[5];
+    size_t n = 0;
+    /* Keep the five largest (the callback may not keep `usage`). */
+    for (size_t i = 0; i < count; i++) {
+        if (n < 5)
+            top[n++] = usage[i];
+        else if (usage[i].bytes > top[4].bytes)
+            top[4] = usage[i];
+        qsort(top, n, sizeof top[0], by_bytes);
+    }
+    printf("heap shot after level %d: %zu types live; top by bytes:", *(int *)data, count);
+    for (size_t i = 0; i < n; i++)
+        printf("  %s %llu objects %.1f MB", top[i].type->name ? top[i].type->name : "?",
+               (unsigned long long)top[i].objects, (double)top[i].bytes / 1e6);
+    printf("\n");
+}
+
+static void heap_shot(int level)
+{
+    int r = lull_heap_shot(print_top, &level);
+    if (r) {
+        fprintf(stderr, "game_loop: lull_heap_shot failed: %s\n", strerror(-r));
+        exit(1);
+    }
+}
+
 int main(int argc, char **argv)
 {
     double run_seconds = 5.0;
-    if (argc > 2 && !strcmp(argv[1], "--seconds")) {
-        char *end;
-        run_seconds = strtod(argv[2], &end);
-        if (*end || !(run_seconds > 0)) {
-            fprintf(stderr, "game_loop: --seconds needs a positive number, not '%s'\n", argv[2]);
-            return 2;
+    bool heap_shots = false;
+    while (argc > 1 && !strncmp(argv[1], "--", 2)) {
+        if (!strcmp(argv[1], "--heap-shot")) {
+            heap_shots = true;
+            argc--;
+            argv++;
+            continue;
         }
-        argc -= 2;
-        argv += 2;
+        if (argc > 2 && !strcmp(argv[1], "--seconds")) {
+            char *end;
+            run_seconds = strtod(argv[2], &end);
+            if (*end || !(run_seconds > 0)) {
+                fprintf(stderr, "game_loop: --seconds needs a positive number, not '%s'\n", argv[2]);
+                return 2;
+            }
+            argc -= 2;
+            argv += 2;
+            continue;
+        }
+        fprintf(stderr, "usage: game_loop [--seconds S] [--heap-shot] [FRAMES [ENTITIES>=16]]\n");
+        return 2;
     }
     long frames_wanted = argc > 1 ? atol(argv[1]) : 0;   /* 0: run for run_seconds */
     uint32_t n = argc > 2 ? (uint32_t)atol(argv[2]) : 200000;
     if (n < 16 || (argc > 1 && frames_wanted <= 0) || argc > 3) {
-        fprintf(stderr, "usage: game_loop [--seconds S] [FRAMES [ENTITIES>=16]]\n");
+        fprintf(stderr, "usage: game_loop [--seconds S] [--heap-shot] [FRAMES [ENTITIES>=16]]\n");
         return 2;
     }
 
@@ -234,7 +283,10 @@ int main(int argc, char **argv)
             /* Loading screen: a full major where nobody sees it, then the
              * next level with synchronous majors off again. */
             lull_set_allow_synchronous_major(true);
-            lull_collect(LULL_GEN_MAJOR);
+            if (heap_shots)
+                heap_shot(levels);       /* its own full major */
+            else
+                lull_collect(LULL_GEN_MAJOR);
             lull_set_allow_synchronous_major(false);
             double load = (now_s() - t) * 1e3;
             loading_ms += load;
