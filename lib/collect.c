@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <ucontext.h>
@@ -59,6 +60,7 @@ static struct {
     lull_pause_hook pause_hook;
     void *pause_hook_data;
     struct heap_shot *shot;        /* lull_heap_shot: count the next synchronous mark */
+    struct heap_shot *debug_shot;  /* LULL_GC_DEBUG=heap-shot=FILE: count every major's mark */
 } collect_g = { .gc_lock_once = PTHREAD_ONCE_INIT };
 
 /* lull_set_allow_synchronous_major's switch: read without the lock. */
@@ -98,10 +100,13 @@ void lull_set_pause_hook(lull_pause_hook hook, void *data)
     lull_gc_unlock();
 }
 
+static void debug_shot_init(void);
+
 void lull_collect_init(void)
 {
     collect_g.pause_hook = NULL;
     collect_g.pause_hook_data = NULL;
+    debug_shot_init();
     collect_g.ncollections = 0;
     atomic_store_explicit(&allow_sync_major, lull_cfg.allow_synchronous_major, memory_order_relaxed);
     lull_policy_init();
@@ -162,6 +167,63 @@ static void shot_count(uintptr_t obj, void *ctx)
     }
 }
 
+static size_t shot_compact(heap_shot *h)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < SHOT_SLOTS; i++)
+        if (h->slot[i].type)
+            h->slot[n++] = h->slot[i];
+    return n;
+}
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+    const lull_type_usage *x = a, *y = b;
+    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+/* LULL_GC_DEBUG=heap-shot=FILE, after a major's pause (world running, gc
+ * lock held): append the counts of its mark, types by bytes, and clear
+ * the table for the next major. */
+static void write_debug_shot(uint64_t collection, bool synchronous)
+{
+    heap_shot *h = collect_g.debug_shot;
+    size_t n = shot_compact(h);
+    qsort(h->slot, n, sizeof h->slot[0], by_bytes_desc);
+    uint64_t objects = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        objects += h->slot[i].objects, bytes += h->slot[i].bytes;
+    FILE *f = fopen(lull_cfg.heap_shot_file, "a");
+    if (f) {
+        fprintf(f, "# lull heap shot: collection %llu (%s major)%s, %zu types, %llu objects, %llu bytes\n",
+                (unsigned long long)collection, synchronous ? "synchronous" : "concurrent",
+                h->full ? " (table full: types missing)" : "", n, (unsigned long long)objects,
+                (unsigned long long)bytes);
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "%s %llu %llu\n", h->slot[i].type->name ? h->slot[i].type->name : "?",
+                    (unsigned long long)h->slot[i].objects, (unsigned long long)h->slot[i].bytes);
+        fclose(f);
+    } else {
+        lull_warn("lull_collect", "heap-shot: cannot append to '%s'", lull_cfg.heap_shot_file);
+    }
+    memset(h->slot, 0, n * sizeof h->slot[0]);
+    h->used = 0;
+    h->full = false;
+}
+
+/* heap-shot=FILE: the table is mapped once and kept across lull_init
+ * cycles (it is empty between majors). */
+static void debug_shot_init(void)
+{
+    static heap_shot *table;
+    if (lull_cfg.heap_shot_file[0] && !table) {
+        table = lull_os_reserve_rw(sizeof *table);
+        if (!table)
+            lull_warn("lull_init", "heap-shot: no memory for the table; no heap shots will be written");
+    }
+    collect_g.debug_shot = lull_cfg.heap_shot_file[0] ? table : NULL;
+}
+
 int lull_heap_shot(lull_heap_shot_fn fn, void *data)
 {
     if (!lull_is_initialised())
@@ -176,10 +238,7 @@ int lull_heap_shot(lull_heap_shot_fn fn, void *data)
     lull_collect_locked(LULL_GEN_MAJOR, "heap shot");
     collect_g.shot = NULL;
     lull_gc_unlock();
-    size_t n = 0;
-    for (size_t i = 0; i < SHOT_SLOTS; i++)
-        if (h->slot[i].type)
-            h->slot[n++] = h->slot[i];
+    size_t n = shot_compact(h);
     bool full = h->full;
     if (!full)
         fn(h->slot, n, data);
@@ -260,6 +319,8 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
             lull_verify_marked();
         if (collect_g.shot && !finish)
             lull_heap_each_marked(false, shot_count, collect_g.shot);   /* lull_heap_shot */
+        if (collect_g.debug_shot)
+            lull_heap_each_marked(false, shot_count, collect_g.debug_shot);
 
         /* Sweep: large objects and the nursery's survivors now; the
          * small-object blocks lazily (heap.h), their live bytes counted
@@ -292,6 +353,8 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
      * runs freed by the sweep can be given back to the OS before anyone
      * can allocate from them. */
     lull_space_release_pending();
+    if (collect_g.debug_shot && ends_major)
+        write_debug_shot(collect_g.ncollections, synchronous);
     clear_stack_below();
 
     enum lull_pause_kind kind = major_pause ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;

@@ -185,6 +185,11 @@ static int apply_debug(lull_config *c, const char *source, const char *key, cons
             return bad(source, key, val ? val : "", "expected microseconds, 0 to 1000000");
         c->mark_delay_us = (unsigned)u;
     }
+    else if (!strcmp(key, "heap-shot")) {
+        if (!val || !*val || strlen(val) >= sizeof c->heap_shot_file)
+            return bad(source, key, val ? val : "", "expected a file name (heap-shot=FILE), under 512 bytes");
+        strcpy(c->heap_shot_file, val);
+    }
     else if (!strcmp(key, "collect-every")) {
         if (!val || parse_uint(val, ULONG_MAX, &u) || u == 0)
             return bad(source, key, val ? val : "", "expected a positive number");

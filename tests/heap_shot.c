@@ -11,7 +11,9 @@
  *  - after the kept objects are dropped too, the next shot reports at most
  *    a tenth of them (the noise threads' stacks are scanned
  *    conservatively: see the comment at the check);
- *  - the callback may call lull (it allocates and collects).
+ *  - the callback may call lull (it allocates and collects);
+ *  - with LULL_GC_DEBUG=heap-shot=FILE (ctest heap_shot_file), FILE holds
+ *    one snapshot per major, one of which lists the kept objects.
  */
 #include "check.h"
 
@@ -113,8 +115,48 @@ static void shot_fn(const lull_type_usage *u, size_t n, void *data)
     CHECK(lull_alloc(&noise_type), "allocating from the callback");
 }
 
+/* LULL_GC_DEBUG=heap-shot=FILE (ctest heap_shot_file): the file named. */
+static const char *debug_file(void)
+{
+    static char path[512];
+    const char *d = getenv("LULL_GC_DEBUG"), *p = d ? strstr(d, "heap-shot=") : NULL;
+    if (!p)
+        return NULL;
+    p += strlen("heap-shot=");
+    size_t n = strcspn(p, ",");
+    CHECK(n < sizeof path, "heap-shot file name too long");
+    memcpy(path, p, n);
+    path[n] = 0;
+    return path;
+}
+
+/* One snapshot per major, and a snapshot that holds the kept objects. */
+static void check_debug_file(const char *path, uint64_t majors)
+{
+    FILE *f = fopen(path, "r");
+    CHECK(f, "heap-shot=%s: no file written", path);
+    char line[512];
+    uint64_t shots = 0;
+    bool small_seen = false, large_seen = false;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "# lull heap shot: collection ", 29))
+            shots++;
+        if (!strncmp(line, "shot-small 1001 ", 16))
+            small_seen = true;
+        if (!strncmp(line, "shot-large 5 ", 13))
+            large_seen = true;
+    }
+    fclose(f);
+    printf("heap-shot=%s: %" PRIu64 " snapshots for %" PRIu64 " majors\n", path, shots, majors);
+    CHECK(shots == majors, "%" PRIu64 " snapshots written for %" PRIu64 " majors", shots, majors);
+    CHECK(small_seen && large_seen, "no snapshot lists 1001 shot-small and 5 shot-large objects");
+}
+
 int main(void)
 {
+    const char *file = debug_file();
+    if (file)
+        unlink(file);
     CHECK(lull_heap_shot(shot_fn, NULL) == -EPERM, "before lull_init");
     CHECK(lull_init(NULL) == 0, "lull_init");
     CHECK(lull_heap_shot(NULL, NULL) == -EINVAL, "NULL fn");
@@ -173,6 +215,8 @@ int main(void)
         pthread_join(noise[i], NULL);
     CHECK(lull_thread_attach() == 0, "attach");
     CHECK(calls == 4, "callback ran %u times", calls);
+    if (file)
+        check_debug_file(file, get_stats().collections_major);
     lull_root_remove(keep);
     lull_root_remove(conservative_slot);
     lull_shutdown();

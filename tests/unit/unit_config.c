@@ -67,6 +67,10 @@ int main(void)
     c = parse_ok("major=concurrent,max-heap-size=2g");
     UCHECK(c.major == LULL_MAJOR_STW && c.nursery_size == 8u << 20 && c.max_heap_size == (size_t)2 << 30,
            "env precedence");
+    c = parse_ok("pause-target=250us");
+    UCHECK(c.pause_target_ns == 250000, "pause-target=250us");
+    c = parse_ok(NULL);
+    UCHECK(c.pause_target_ns == 5000000, "pause-target defaults to 5 ms");
     setenv("LULL_GC_PARAMS", "major=sideways", 1);
     parse_bad("major=stw");
     unsetenv("LULL_GC_PARAMS");
@@ -75,7 +79,11 @@ int main(void)
     c = parse_ok(NULL);
     UCHECK(c.verify && c.poison && c.log && c.collect_every == 100 && c.fail_mmap == 7 &&
            c.mark_stack_limit == 64, "debug options");
-    const char *badd[] = { "verify=1", "collect-every", "collect-every=0", "fail-mmap=x", "nonsense" };
+    setenv("LULL_GC_DEBUG", "heap-shot=/tmp/shots.txt,verify", 1);
+    c = parse_ok(NULL);
+    UCHECK(!strcmp(c.heap_shot_file, "/tmp/shots.txt") && c.verify, "heap-shot=FILE");
+    const char *badd[] = { "verify=1", "collect-every", "collect-every=0", "fail-mmap=x", "nonsense",
+                           "heap-shot", "heap-shot=" };
     for (size_t i = 0; i < sizeof badd / sizeof *badd; i++) {
         setenv("LULL_GC_DEBUG", badd[i], 1);
         parse_bad(NULL);
