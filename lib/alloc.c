@@ -23,6 +23,7 @@
 #include "heap.h"
 #include "nursery.h"
 #include "threads.h"
+#include "probes.h"
 #include "util.h"
 
 __thread lull__tlab_t lull__tlab = { NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE };
@@ -136,6 +137,10 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
             p = lull_los_alloc(bytes);
         }
     }
+    if (p && bytes > LULL_MAX_SMALL)
+        LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
+    else if (p)
+        LULL_PROBE2(alloc_major, LULL_PROBE_TYPE_NAME(type), bytes);
     if (p) {
         /* Header last: the object exists for the collector from here on. */
         if (length)
@@ -264,6 +269,7 @@ void *lull_alloc_pinned(const lull_type *type)
     /* Straight into the major heap, which never moves objects. */
     lull_thread *t = attached_self("lull_alloc_pinned");
     check_type("lull_alloc_pinned", type, false);
+    LULL_PROBE2(alloc_pinned, LULL_PROBE_TYPE_NAME(type), type->size);
     return alloc_common(t, type, type->size, 0);
 }
 

@@ -16,6 +16,7 @@
 #include "heap.h"
 #include "nursery.h"
 #include "os.h"
+#include "probes.h"
 #include "util.h"
 
 lull_heap lull_heap_g;
@@ -154,6 +155,8 @@ uint32_t lull_space_alloc(uint32_t n)
             if (!lull_os_commit((void *)lull_block_addr(space_g.committed), (size_t)(want - space_g.committed) << LULL_BLOCK_SHIFT))
                 return LULL_NO_BLOCK;
         }
+        LULL_PROBE2(heap_grown, (uint64_t)(want - space_g.committed) << LULL_BLOCK_SHIFT,
+                    (uint64_t)want << LULL_BLOCK_SHIFT);
         space_g.committed = want;
     }
     __atomic_store_n(&h->frontier, end, __ATOMIC_RELAXED);
@@ -165,6 +168,7 @@ void lull_space_free(uint32_t idx, uint32_t n)
 {
     lull_os_release((void *)lull_block_addr(idx), (size_t)n << LULL_BLOCK_SHIFT);
     space_g.in_use -= n;
+    LULL_PROBE2(heap_shrunk, (uint64_t)n << LULL_BLOCK_SHIFT, (uint64_t)space_g.in_use << LULL_BLOCK_SHIFT);
     /* Merge with the run to the left and the run to the right. */
     if (idx > 0 && B(idx - 1)->state == LULL_BLOCK_FREE) {
         uint32_t head = B(idx - 1)->run_head;

@@ -77,16 +77,21 @@ void lull_gc_lock(void)
     pthread_once(&collect_g.gc_lock_once, gc_lock_init);
     while (sem_wait(&collect_g.gc_lock) != 0)
         ;   /* EINTR: a signal handler ran (sem_wait is never restarted) */
+    LULL_PROBE0(gc_lock_acquired);
 }
 
 bool lull_gc_trylock(void)
 {
     pthread_once(&collect_g.gc_lock_once, gc_lock_init);
-    return sem_trywait(&collect_g.gc_lock) == 0;
+    if (sem_trywait(&collect_g.gc_lock) != 0)
+        return false;
+    LULL_PROBE0(gc_lock_acquired);
+    return true;
 }
 
 void lull_gc_unlock(void)
 {
+    LULL_PROBE0(gc_lock_released);
     sem_post(&collect_g.gc_lock);
 }
 
@@ -284,6 +289,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         lull_major_sweep_all();
         lull_major_assert_all_swept();
         lull_mark_begin_concurrent();
+        LULL_PROBE1(concurrent_mark_begin, lull_mark_cycle());
     } else if (ends_major) {
         /* Retire the allocation caches: the slots they still hold are free
          * (word 0 is 0) and the sweep re-lists them. */
@@ -296,6 +302,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         if (finish) {
             /* Final pause: roots, the union table's cards and what the
              * background left, drained by every worker. */
+            LULL_PROBE1(final_pause_begin, lull_mark_cycle());
             lull_mark_finish(&tr);
         } else {
             /* Mark: every mark bit is clear before (checked in checked
@@ -337,6 +344,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     if (!start)
         collect_g.ncollections++;
 
+    LULL_PROBE1(restart_begin, collect_g.ncollections);
     lull_stw_restart(self);
     if (!lull_mark_resume_background())
         lull_major_resume_sweep();

@@ -22,6 +22,7 @@
 #include "collect.h"
 #include "policy.h"
 #include "heap.h"
+#include "probes.h"
 #include "util.h"
 #include "workers.h"
 
@@ -318,6 +319,8 @@ static void sweep_job(lull_tracer *tr, void *arg)
 {
     (void)tr;
     (void)arg;
+    uint64_t swept = 0;
+    LULL_PROBE0(bg_sweep_begin);
     while (!lull_workers_background_stopping()) {
         if (!lull_gc_trylock()) {
             usleep(50);
@@ -326,15 +329,16 @@ static void sweep_job(lull_tracer *tr, void *arg)
         bool more = true;
         for (int k = 0; k < SWEEP_BATCH && more; k++)
             if ((more = sweep_one()))
-                major_g.swept_background++;
+                major_g.swept_background++, swept++;
         if (!more) {
             lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
             lull_space_release_pending();
         }
         lull_gc_unlock();
         if (!more)
-            return;
+            break;
     }
+    LULL_PROBE1(bg_sweep_end, swept);
 }
 
 void lull_major_resume_sweep(void)

@@ -12,6 +12,7 @@
 #include "nursery.h"
 #include "os.h"
 #include "roots.h"
+#include "probes.h"
 #include "util.h"
 #include "workers.h"
 
@@ -547,6 +548,7 @@ static void background_job(lull_tracer *tr, void *arg)
         if (!lull_workers_background_stopping())
             found += preclean_cards(tr);
         atomic_fetch_add(&mark_g.precleaned, found);
+        LULL_PROBE1(preclean_end, found);
         if (lull_workers_background_stopping())
             break;
         mark_g.passes++;
@@ -556,6 +558,7 @@ static void background_job(lull_tracer *tr, void *arg)
             if (!drain_background(tr))
                 break;
             atomic_store(&mark_g.bg_done, true);
+            LULL_PROBE1(concurrent_mark_done, mark_g.cycle);
             break;
         }
     }

@@ -15,6 +15,7 @@
 #include "roots.h"
 #include "threads.h"
 #include "trace.h"
+#include "probes.h"
 #include "util.h"
 #include "workers.h"
 
@@ -251,6 +252,7 @@ bool lull_nursery_refill(lull_thread *t, size_t need)
         t->tlab->next = (char *)s;
         t->tlab->end = (char *)(s + take);
         lull_thread_count_alloc(t, take);
+        LULL_PROBE2(alloc_tlab, take, need);
         return true;
     }
     return false;
@@ -515,6 +517,8 @@ static void pin(lull_tracer *tr, uintptr_t obj)
     if (*h & LULL_HDR_PINNED)
         return;
     *h |= LULL_HDR_PINNED;
+    LULL_PROBE4(object_pinned, obj, lull_object_size(obj, lull_header_type(*h)),
+                LULL_PROBE_TYPE_NAME(lull_header_type(*h)), LULL_GEN_NURSERY);
     if (lull_type_has_refs(lull_header_type(*h)))
         lull_tracer_push(tr, obj);
 }
@@ -656,6 +660,7 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v)
         }
         __atomic_store_n((uintptr_t *)c, h, __ATOMIC_RELEASE);
         mt->promoted += size;
+        LULL_PROBE4(object_promoted, v, c, size, LULL_PROBE_TYPE_NAME(lull_header_type(h)));
         if (refs)
             lull_tracer_push(mt->tr, c);
         return c;
@@ -1024,6 +1029,8 @@ void lull_nursery_resize(size_t bytes)
         if (nursery_g.frag_cur < n && nursery_g.frags[nursery_g.frag_cur].start >= nursery_g.frags[nursery_g.frag_cur].end)
             nursery_g.frag_cur++;
     }
+    if (limit != nursery_g.limit)
+        LULL_PROBE2(nursery_resized, nursery_g.limit - lull_nursery_start, bytes);
     /* Growth takes effect when the next minor rebuilds the fragments. */
     __atomic_store_n(&nursery_g.limit, limit, __ATOMIC_RELAXED);
 }
@@ -1087,6 +1094,8 @@ uint64_t lull_nursery_collect(bool may_age)
     lull_tracer_release(&tr);
     nursery_g.trace_ns = lull_now_ns() - t_trace;
     nursery_g.large_freed = lull_los_end_minor(may_age);
+    if (nursery_g.large_freed)
+        LULL_PROBE1(young_large_freed, nursery_g.large_freed);
 
     /* 3. Promotion failures pinned objects after resolve_pins: sort again. */
     if (nursery_g.npins > nursery_g.pins_cap) {

@@ -4,23 +4,49 @@
  *
  *   bpftrace -e 'usdt:./liblull.so:lull:pause_end { @us = hist(arg1 / 1000); }'
  *
- * Probes:
+ * Probes (the README lists them with their arguments; tests/unit checks
+ * with readelf -n that each is in the built library):
  *   collection_begin(generation, reason)   before the world is stopped
  *   world_stopped(threads)                 every other thread is suspended
+ *   minor_end(promoted_bytes)              a minor's copying is done
  *   mark_end(overflows)                    marking complete
  *   sweep_end(live_bytes)                  sweep complete
+ *   restart_begin(collection)              the world is about to run again
  *   pause_end(collection, pause_ns)        the world runs again
+ *   gc_lock_acquired() / gc_lock_released()
+ *   concurrent_mark_begin(cycle)           the background mark starts (initial pause)
+ *   preclean_end(cards)                    a preclean pass, and the cards it rescanned
+ *   concurrent_mark_done(cycle)            the background mark has nothing left
+ *   final_pause_begin(cycle)               the final pause marks
+ *   bg_sweep_begin() / bg_sweep_end(blocks) the background sweep's runs
+ *   alloc_tlab(thread_bytes, need)         a TLAB refill (need: the object's bytes)
+ *   alloc_major(type_name, bytes)          an object allocated in the major heap
+ *   alloc_large(type_name, bytes)          an object allocated in the large-object space
+ *   alloc_pinned(type_name, bytes)         lull_alloc_pinned
+ *   object_pinned(addr, bytes, type_name, generation)   a nursery object pinned by a minor
+ *   object_promoted(from, to, bytes, type_name)         a nursery object copied
+ *   heap_grown(bytes, heap_bytes)          blocks taken from the OS
+ *   heap_shrunk(bytes, heap_bytes)         blocks given back to the OS
+ *   nursery_resized(old_bytes, new_bytes)  the pause target moved the nursery's limit
+ *   young_large_freed(bytes)               a minor freed young large objects
  */
 #ifndef LULL_PROBES_H
 #define LULL_PROBES_H
 
 #if defined(LULL_HAVE_SDT) && LULL_HAVE_SDT
 #include <sys/sdt.h>
-#define LULL_PROBE1(name, a)    DTRACE_PROBE1(lull, name, a)
-#define LULL_PROBE2(name, a, b) DTRACE_PROBE2(lull, name, a, b)
+#define LULL_PROBE0(name)             DTRACE_PROBE(lull, name)
+#define LULL_PROBE1(name, a)          DTRACE_PROBE1(lull, name, a)
+#define LULL_PROBE2(name, a, b)       DTRACE_PROBE2(lull, name, a, b)
+#define LULL_PROBE4(name, a, b, c, d) DTRACE_PROBE4(lull, name, a, b, c, d)
 #else
-#define LULL_PROBE1(name, a)    ((void)(a))
-#define LULL_PROBE2(name, a, b) ((void)(a), (void)(b))
+#define LULL_PROBE0(name)             ((void)0)
+#define LULL_PROBE1(name, a)          ((void)(a))
+#define LULL_PROBE2(name, a, b)       ((void)(a), (void)(b))
+#define LULL_PROBE4(name, a, b, c, d) ((void)(a), (void)(b), (void)(c), (void)(d))
 #endif
+
+/* A type's name for a probe ("" when it has none). */
+#define LULL_PROBE_TYPE_NAME(t) ((t) && (t)->name ? (t)->name : "")
 
 #endif
