@@ -238,6 +238,8 @@ void *lull__alloc_slow(const lull_type *type, size_t length, int array)
     }
     if (LULL_UNLIKELY(lull_cfg.collect_every))
         debug_collect_every();
+    else if (LULL_UNLIKELY(lull_cfg.alloc_slow))
+        ;   /* alloc-slow: never cached, so that every allocation comes here */
     else if (type->size <= LULL__TLAB_MAX_OBJECT && (!array || type->elem_size <= LULL__TLAB_MAX_OBJECT)) {
         /* Checked: later allocations of this type take the fast path. */
         if (array)
@@ -247,8 +249,10 @@ void *lull__alloc_slow(const lull_type *type, size_t length, int array)
     }
     if (bytes <= LULL__TLAB_MAX_OBJECT) {
         void *p = tlab_alloc(t, type, bytes, length, array);
-        if (p)
+        if (p) {
+            LULL_PROBE2(alloc_nursery, LULL_PROBE_TYPE_NAME(type), bytes);
             return p;
+        }
     }
     return alloc_common(t, type, bytes, array ? length : 0);
 }

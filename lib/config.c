@@ -180,6 +180,7 @@ static int apply_debug(lull_config *c, const char *source, const char *key, cons
     else if (!strcmp(key, "plant-mark-fault") && !val) c->plant_mark_fault = true;
     else if (!strcmp(key, "verify-concurrent") && !val) c->verify_concurrent = true;
     else if (!strcmp(key, "check-mod-union") && !val) c->check_mod_union = true;
+    else if (!strcmp(key, "alloc-slow") && !val) c->alloc_slow = true;
     else if (!strcmp(key, "mark-delay")) {
         if (!val || parse_uint(val, 1000000, &u))
             return bad(source, key, val ? val : "", "expected microseconds, 0 to 1000000");

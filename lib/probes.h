@@ -20,6 +20,8 @@
  *   final_pause_begin(cycle)               the final pause marks
  *   bg_sweep_begin() / bg_sweep_end(blocks) the background sweep's runs
  *   alloc_tlab(thread_bytes, need)         a TLAB refill (need: the object's bytes)
+ *   alloc_nursery(type_name, bytes)        an object allocated by the slow path in a TLAB
+ *                                          (every one with LULL_GC_DEBUG=alloc-slow)
  *   alloc_major(type_name, bytes)          an object allocated in the major heap
  *   alloc_large(type_name, bytes)          an object allocated in the large-object space
  *   alloc_pinned(type_name, bytes)         lull_alloc_pinned
