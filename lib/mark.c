@@ -34,6 +34,8 @@ static struct {
     bool atomic_marks;          /* a concurrent mark runs: marks are fetch-ors */
     bool plant_ok;              /* this drain is checked by verify-parallel */
     lull_grey_section *held;    /* its grey objects between runs of the job */
+    uintptr_t partial_obj;      /* a large object the job stopped in the middle of (grey, in held) */
+    uintptr_t partial_from;     /* ... and where to go on */
     atomic_bool bg_done;        /* the job found nothing left to do */
     uint64_t cycle;             /* concurrent marks begun */
     uint64_t final_cards;       /* union cards the last final pause rescanned */
@@ -506,6 +508,36 @@ static size_t preclean_cards(lull_tracer *tr)
 /* Drain while the world runs; false: asked to stop (the grey objects left
  * stay on tr's stack). LULL_GC_DEBUG=mark-delay=N sleeps N us after every
  * POLL_EVERY objects, to stretch a mark over many minors. */
+/* A large object is scanned SLICE_BYTES at a time, the stop flag read
+ * between slices: one whole scan of the game loop's 8 MB world array held
+ * up the pauses that stopped the job by 7-10 ms. Stopped in the middle,
+ * the object goes back on the grey stack with where to go on recorded; the
+ * final pause, which adopts the stack, scans it whole (again: harmless). */
+#define SLICE_BYTES ((uintptr_t)64 << 10)
+static bool scan_sliced(lull_tracer *tr, uintptr_t obj)
+{
+    const lull_block *b = lull_block_of(obj);
+    if (b->state != LULL_BLOCK_LARGE_HEAD || b->large_size <= SLICE_BYTES)
+        return false;
+    uintptr_t end = obj + b->large_size, lo = obj;
+    if (mark_g.partial_obj == obj)
+        lo = mark_g.partial_from;
+    mark_g.partial_obj = 0;
+    while (lo < end) {
+        uintptr_t hi = end - lo > SLICE_BYTES ? lo + SLICE_BYTES : end;
+        if (!lull_trace_slots_in(obj, lo, hi, visit, tr))
+            return false;         /* a trace function: only whole (lo is obj here) */
+        lo = hi;
+        if (lo < end && lull_workers_background_stopping()) {
+            mark_g.partial_obj = obj;
+            mark_g.partial_from = lo;
+            lull_tracer_push(tr, obj);
+            return true;
+        }
+    }
+    return true;
+}
+
 static bool drain_background(lull_tracer *tr)
 {
     uintptr_t obj;
@@ -513,8 +545,14 @@ static bool drain_background(lull_tracer *tr)
     uint64_t before = tr->scanned;
     bool go = true;
     while (lull_tracer_pop(tr, &obj)) {
-        tr->scanned++;
-        scan_object(tr, obj);
+        if (mark_g.partial_obj != obj)
+            tr->scanned++;
+        if (!scan_sliced(tr, obj))
+            scan_object(tr, obj);
+        if (mark_g.partial_obj) {
+            go = false;          /* stopped in the middle of obj */
+            break;
+        }
         if (++n % POLL_EVERY == 0) {
             if (lull_workers_background_stopping()) {
                 go = false;
@@ -572,6 +610,7 @@ void lull_mark_begin_concurrent(void)
     mark_g.ignore_nursery = true;
     mark_g.atomic_marks = true;
     mark_g.plant = false;
+    mark_g.partial_obj = 0;
     mark_g.cycle++;
     mark_g.overflows = 0;
     mark_g.scanned_by_stopper = 0;
@@ -615,6 +654,7 @@ static void check_mod_union(void);
 
 void lull_mark_finish(lull_tracer *tr)
 {
+    mark_g.partial_obj = 0;      /* grey in held: the drain below scans it whole */
     if (lull_cfg.check_mod_union)
         check_mod_union();
     /* Nursery survivors are the final pause's to mark: the minor just
@@ -661,6 +701,7 @@ void lull_mark_abandon(void)
     lull_workers_stop_background();
     lull_trace_release_chain(mark_g.held);
     mark_g.held = NULL;
+    mark_g.partial_obj = 0;
     mark_g.ignore_nursery = mark_g.atomic_marks = false;
     __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
 }
