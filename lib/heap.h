@@ -77,7 +77,7 @@ typedef struct lull_block {
     union {
         uint32_t age;      /* EMPTY: collections spent empty */
         uint32_t young;    /* LARGE_HEAD: nonzero while the object is young
-                              object is younger than the last minor (los.c); atomic */
+                              (allocated since the last minor, los.c); atomic */
     };
     uint32_t minor_seen;   /* LARGE_HEAD: the last minor that visited the object
                               whole (its type has a trace function); atomic */
@@ -344,10 +344,15 @@ void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand);
 void lull_major_release_empty(uint32_t min_age);
 size_t lull_major_empty_bytes(void);
 
-/* Prefetch every cache line of [lo, hi) (a card about to be scanned). */
-static inline void lull_prefetch_range(uintptr_t lo, uintptr_t hi)
+/* Ask for the memory a scan of card c of the block at `base` reads: the
+ * header of the slot that holds the card's first byte (slot_size: the
+ * block's size class; 0 for a large object), and every line of the card. */
+static inline void lull_prefetch_card(uintptr_t base, size_t c, uintptr_t slot_size)
 {
-    for (uintptr_t a = lo & ~(uintptr_t)63; a < hi; a += 64)
+    uintptr_t lo = base + (c << LULL_CARD_SHIFT);
+    if (slot_size)
+        __builtin_prefetch((const void *)(base + (lo - base) / slot_size * slot_size));
+    for (uintptr_t a = lo; a < lo + ((uintptr_t)1 << LULL_CARD_SHIFT); a += 64)
         __builtin_prefetch((const void *)a);
 }
 

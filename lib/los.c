@@ -34,6 +34,21 @@ void lull_los_init(void)
     lull_los_young_lo = lull_los_young_hi = 0;
 }
 
+/* Put the large object at block idx (its size set) on the young list,
+ * having seen `seen` minors (1 when new). */
+static void young_add(uint32_t idx, uint32_t seen)
+{
+    lull_block *b = &lull_heap_g.blocks[idx];
+    uintptr_t obj = lull_block_addr(idx);
+    __atomic_store_n(&b->young, seen << 1, __ATOMIC_RELAXED);
+    b->next = los_g.young_head;
+    los_g.young_head = idx;
+    if (!los_g.nyoung++ || obj < lull_los_young_lo)
+        lull_los_young_lo = obj;
+    if (obj + b->large_size > lull_los_young_hi)
+        lull_los_young_hi = obj + b->large_size;
+}
+
 void *lull_los_alloc(size_t bytes)
 {
     size_t nb = (bytes + LULL_BLOCK_SIZE - 1) >> LULL_BLOCK_SHIFT;
@@ -47,18 +62,10 @@ void *lull_los_alloc(size_t bytes)
     head->state = LULL_BLOCK_LARGE_HEAD;
     head->run_len = n;
     head->large_size = bytes;
-    if (los_g.nyoung < LULL_LOS_MAX_YOUNG) {
-        uintptr_t a = lull_block_addr(idx);
-        __atomic_store_n(&head->young, 1u << 1, __ATOMIC_RELAXED);
-        head->next = los_g.young_head;
-        los_g.young_head = idx;
-        if (!los_g.nyoung++ || a < lull_los_young_lo)
-            lull_los_young_lo = a;
-        if (a + bytes > lull_los_young_hi)
-            lull_los_young_hi = a + bytes;
-    } else {
+    if (los_g.nyoung < LULL_LOS_MAX_YOUNG)
+        young_add(idx, 1);
+    else
         __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
-    }
     for (uint32_t k = 1; k < n; k++) {
         lull_block *t = &lull_heap_g.blocks[idx + k];
         t->state = LULL_BLOCK_LARGE_TAIL;
@@ -116,13 +123,7 @@ uint64_t lull_los_end_minor(bool may_age)
         uint32_t seen = y >> 1;
         if (reached && may_age && seen < LULL_LOS_YOUNG_MINORS && b->large_size <= nursery &&
             !lull_is_marked(obj)) {
-            __atomic_store_n(&b->young, (seen + 1) << 1, __ATOMIC_RELAXED);
-            b->next = los_g.young_head;
-            los_g.young_head = i;
-            if (!los_g.nyoung++ || obj < lull_los_young_lo)
-                lull_los_young_lo = obj;
-            if (obj + b->large_size > lull_los_young_hi)
-                lull_los_young_hi = obj + b->large_size;
+            young_add(i, seen + 1);
         } else {
             __atomic_store_n(&b->young, 0, __ATOMIC_RELAXED);
             /* Kept unreached (a mark runs, or marked it): this minor did

@@ -332,12 +332,7 @@ typedef struct {
 static void pipe_push(lull_tracer *tr, card_pipe *p, uint32_t bi, size_t c)
 {
     const lull_block *b = &lull_heap_g.blocks[bi];
-    uintptr_t base = lull_block_addr(bi), lo = base + (c << LULL_CARD_SHIFT);
-    if (b->state == LULL_BLOCK_SMALL) {
-        uintptr_t sz = lull_class_size[b->size_class];
-        __builtin_prefetch((const void *)(base + (lo - base) / sz * sz));
-    }
-    lull_prefetch_range(lo, lo + ((uintptr_t)1 << LULL_CARD_SHIFT));
+    lull_prefetch_card(lull_block_addr(bi), c, b->state == LULL_BLOCK_SMALL ? lull_class_size[b->size_class] : 0);
     if (p->n == CARD_PIPE) {
         rescan_card(tr, p->bi[p->head], p->c[p->head]);
         p->head = (p->head + 1) % CARD_PIPE;
@@ -372,7 +367,7 @@ static bool block_has_bytes(const uint8_t *cards)
  * can hold references get union cards (nursery.c), and such blocks are
  * neither freed nor re-formatted while a mark runs (the sweep waits for
  * the final pause), so their descriptors are stable here. */
-static size_t scan_union(lull_tracer *tr, bool concurrent)
+static size_t scan_union(lull_tracer *tr)
 {
     uint8_t *u = lull_heap_g.union_cards;
     uint32_t frontier = lull_frontier();
@@ -382,7 +377,7 @@ static size_t scan_union(lull_tracer *tr, bool concurrent)
         uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
         if (!block_has_bytes(uc))
             continue;
-        if (concurrent && lull_workers_background_stopping())
+        if (lull_workers_background_stopping())
             break;      /* the rest waits for the next run, or the final pause */
         for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
             if (!uc[c])
@@ -396,35 +391,13 @@ static size_t scan_union(lull_tracer *tr, bool concurrent)
     return found;
 }
 
-/* The final pause, after its minor: the marked objects on every card the
- * minor left dirty, read only (the next minor needs them). Such a card holds
- * a reference into the nursery (the minor re-marked it), and the mark has
- * ignored the nursery until now: an object there that only a scanned old
- * object references (it could not be promoted, or is pinned) is found
- * here. */
-static size_t scan_live_cards(lull_tracer *tr)
-{
-    const uint8_t *cards = lull_heap_g.cards;
-    uint32_t frontier = lull_frontier();
-    size_t found = 0;
-    card_pipe p = { .n = 0 };
-    for (uint32_t bi = 0; bi < frontier; bi++) {
-        const uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
-        if (!block_has_bytes(bc))
-            continue;
-        for (size_t c = 0; c < CARDS_PER_BLOCK; c++)
-            if (bc[c]) {
-                found++;
-                pipe_push(tr, &p, bi, c);
-            }
-    }
-    pipe_flush(tr, &p);
-    return found;
-}
-
-/* The final pause's cards, on every marker (mark_job), claimed FINAL_CHUNK
- * blocks at a time: each card dirty in the union table (cleared) or in the
- * live table (left for the next minor) is rescanned once. */
+/* The final pause's cards, on every marker (mark_job) or on the stopper
+ * alone, claimed FINAL_CHUNK blocks at a time: each card dirty in the union
+ * table (cleared) or in the live table is rescanned once. A live card is
+ * one the final pause's minor left dirty, read only (the next minor needs
+ * it): it holds a reference into the nursery, which the mark has ignored
+ * until now, so an object there that only a scanned old object references
+ * (it could not be promoted, or is pinned) is found here. */
 #define FINAL_CHUNK 64u
 static void final_cards_part(lull_tracer *tr)
 {
@@ -582,7 +555,7 @@ static void background_job(lull_tracer *tr, void *arg)
     for (;;) {
         if (!drain_background(tr))
             break;
-        size_t found = scan_union(tr, true);
+        size_t found = scan_union(tr);
         if (!lull_workers_background_stopping())
             found += preclean_cards(tr);
         atomic_fetch_add(&mark_g.precleaned, found);
@@ -671,19 +644,16 @@ void lull_mark_finish(lull_tracer *tr)
      * before the drain (the roots, what the cards greyed, and all the
      * concurrent mark blackened), whose closure must be what the parallel
      * drain reaches. */
+    atomic_store(&mark_g.next_block, 0);
+    atomic_store(&mark_g.cards_found, 0);
     mark_g.cards_in_drain = lull_workers_count() && !lull_cfg.verify_parallel;
-    if (mark_g.cards_in_drain) {
-        atomic_store(&mark_g.next_block, 0);
-        atomic_store(&mark_g.cards_found, 0);
-    } else {
-        mark_g.final_cards = scan_union(tr, false) + scan_live_cards(tr);
-    }
+    if (!mark_g.cards_in_drain)
+        final_cards_part(tr);
     if (lull_cfg.verify_parallel)
         lull_mark_verify_parallel_save();
     uint64_t concurrent = atomic_load(&mark_g.scanned);
     lull_mark_drain(tr);
-    if (mark_g.cards_in_drain)
-        mark_g.final_cards = atomic_load(&mark_g.cards_found);
+    mark_g.final_cards = atomic_load(&mark_g.cards_found);
     mark_g.cards_in_drain = false;
     atomic_fetch_add(&mark_g.scanned, concurrent);
     if (lull_cfg.verify_parallel && lull_workers_count())

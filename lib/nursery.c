@@ -809,19 +809,6 @@ static void scan_card(minor_tracer *mt, card_work w, size_t c, bool marking)
         each_slot_in(w.large, lo, hi, forward_old_slot, mt);
 }
 
-/* Ask for the memory a scan of card c of entry w reads: the header of
- * the slot that holds the card's first byte (small blocks), and every line
- * of the card. */
-static void prefetch_card(card_work w, size_t c)
-{
-    uintptr_t base = lull_block_addr(w.block), lo = base + (c << LULL_CARD_SHIFT);
-    if (w.size_class != UINT32_MAX) {
-        uintptr_t sz = lull_class_size[w.size_class];
-        __builtin_prefetch((const void *)(base + (lo - base) / sz * sz));
-    }
-    lull_prefetch_range(lo, lo + ((uintptr_t)1 << LULL_CARD_SHIFT));
-}
-
 /* Scan the marked cards of the work list's blocks. Tracers claim
  * CARD_CHUNK blocks at a time. The cards lie on objects scattered over the
  * heap, so the first read of each is a cache miss (on the game loop, four
@@ -847,7 +834,8 @@ static void scan_cards(minor_tracer *mt)
             for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
                 if (!__atomic_load_n(&bc[c], __ATOMIC_RELAXED))
                     continue;
-                prefetch_card(w, c);
+                lull_prefetch_card(lull_block_addr(w.block), c,
+                                   w.size_class != UINT32_MAX ? lull_class_size[w.size_class] : 0);
                 if (qn == PREFETCH_AHEAD) {
                     scan_card(mt, q[qh].w, q[qh].c, marking);
                     qh = (qh + 1) % PREFETCH_AHEAD;
