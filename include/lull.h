@@ -213,6 +213,99 @@ int  lull_root_add_refs(void **refs, size_t count);
 void lull_root_remove(void *start);
 
 /* ------------------------------------------------------------------------ */
+/* GC handles, weak references and finalizers                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A handle names a slot in one of the collector's handle tables (one per
+ * kind). Handles are safe to use from any attached thread at any time,
+ * without locks: a slot is claimed, set and cleared with compare-and-swap,
+ * and the tables grow by installing buckets of doubling size with
+ * compare-and-swap, so existing slots never move.
+ *
+ *   WEAK        does not keep its target alive; cleared (reads NULL) when
+ *               the target becomes unreachable, before the target's
+ *               finalizer runs.
+ *   WEAK_TRACK  does not keep its target alive; cleared only when the
+ *               target is reclaimed: it follows an object kept for its
+ *               finalizer until that object is unreachable again.
+ *   NORMAL      keeps its target alive; the target may move (the handle
+ *               follows it).
+ *   PINNED      keeps its target alive and at its address.
+ *
+ * The tables are not scanned conservatively: a weak handle's slot never
+ * keeps anything alive. Each kind holds at most LULL_HANDLE_MAX - 1 handles.
+ */
+typedef uint32_t lull_handle;          /* 0 is never a valid handle */
+enum lull_handle_kind {
+    LULL_HANDLE_WEAK,        /* cleared when the target dies, before its finalizer runs */
+    LULL_HANDLE_WEAK_TRACK,  /* cleared only when the target can no longer be resurrected */
+    LULL_HANDLE_NORMAL,      /* keeps the target alive; the target may move */
+    LULL_HANDLE_PINNED,      /* keeps the target alive and in place */
+};
+#define LULL_HANDLE_MAX ((uint32_t)1 << 25)   /* handles per kind, bound (addition to API.md) */
+
+/* A new handle of `kind` on `obj` (the start of a heap object, or NULL).
+ * Returns 0 with errno = ENOMEM when the kind's table is full or cannot
+ * grow. An unknown kind, or an `obj` that is not a heap object, is misuse
+ * (abort). */
+lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind);
+
+/* The handle's target: NULL if it was set to NULL, or, for a weak handle,
+ * once its target died. A weak handle never yields an object the
+ * collector has found dead, also while a concurrent mark runs: the object
+ * read then is kept by that mark for as long as the program holds it. */
+void       *lull_handle_get(lull_handle h);
+
+/* Point the handle at `obj` (a heap object or NULL). */
+void        lull_handle_set(lull_handle h, void *obj);
+
+/* Release the handle; its value may be handed out again. Using a freed
+ * handle, or a value lull_handle_new never returned, is misuse: detected
+ * (one line naming the function, then abort) unless the slot has since
+ * been reused 32 times over. */
+void        lull_handle_free(lull_handle h);
+
+/*
+ * Finalizers. `fn(obj, data)` runs once, after `obj` became unreachable:
+ * at the collection that finds it so (a minor for a young object, a
+ * major for an old one), the object and everything it references are kept
+ * for one more cycle, and the call is queued. It runs on the collector's
+ * finalizer thread ("lull-finalizer", started at the first registration,
+ * attached while it runs finalizers, detached while it waits), or, with
+ * finalizers=manual in LULL_GC_PARAMS, only inside lull_run_finalizers().
+ * During the call `obj` and what it references are intact; afterwards the
+ * object is reclaimed unless the finalizer stored it somewhere reachable
+ * (it is then an ordinary object again, with no finalizer: register one
+ * again to have it run again).
+ *
+ * Order: unordered. Objects found unreachable in the same collection are
+ * finalized in no particular order, so in a cycle of finalizable objects
+ * each finalizer may see the others already finalized (but never freed:
+ * they are reclaimed only at a later collection that finds them
+ * unreachable again). A finalizer runs at most once per registration.
+ *
+ * Registering again replaces the previous finalizer; fn = NULL removes it.
+ * Returns 0, -EINVAL if `obj` is not the start of a heap object, -ENOMEM,
+ * -EPERM before lull_init.
+ *
+ * lull_shutdown: with finalizers=auto, the finalizers already queued run
+ * first (on the finalizer thread, which is then joined); objects still
+ * reachable, or not yet found unreachable, are never finalized. With
+ * finalizers=manual, what lull_run_finalizers was not called for is
+ * dropped.
+ */
+typedef void (*lull_finalizer_fn)(void *obj, void *data);
+int  lull_register_finalizer(void *obj, lull_finalizer_fn fn, void *data);
+
+/* Run the queued finalizers on the calling thread (attached), including
+ * any that the collections they cause queue meanwhile; returns when the
+ * queue is empty. Useful with finalizers=manual (at a frame boundary);
+ * with finalizers=auto it runs them here instead of waiting for the
+ * finalizer thread. */
+void lull_run_finalizers(void);
+
+/* ------------------------------------------------------------------------ */
 /* Collecting and latency                                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -265,6 +358,11 @@ typedef struct lull_stats {
     uint64_t minors_over_target;
     uint64_t pause_target_ns;
     uint64_t nursery_bytes;
+    /* Finalizers (additions to API.md): calls queued because their object
+     * was found unreachable, and calls that have run (queued - run are
+     * pending). */
+    uint64_t finalizers_queued;
+    uint64_t finalizers_run;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

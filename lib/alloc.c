@@ -301,6 +301,15 @@ static bool plausible_start(uintptr_t a, uintptr_t hdr)
     }
 }
 
+bool lull_object_plausible(const void *obj)
+{
+    uintptr_t a = (uintptr_t)obj;
+    if (!lull_is_initialised() || !lull_in_committed(a) || a % LULL_GRANULE)
+        return false;
+    uintptr_t hdr = __atomic_load_n((const uintptr_t *)obj, __ATOMIC_RELAXED);
+    return hdr && plausible_start(a, hdr);
+}
+
 static uintptr_t object_header(const char *fn, const void *obj)
 {
     if (!lull_is_initialised())

@@ -29,6 +29,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "finalize.h"
+#include "handles.h"
 #include "heap.h"
 #include "mark.h"
 #include "os.h"
@@ -251,6 +253,14 @@ int lull_heap_shot(lull_heap_shot_fn fn, void *data)
     return full ? -ENOMEM : 0;
 }
 
+/* After a major's mark (handles.h): an object lives if it is marked (the
+ * nursery's pinned survivors included). Nothing moves. */
+static uintptr_t major_fate(uintptr_t obj, void *ctx)
+{
+    (void)ctx;
+    return lull_is_marked(obj) ? obj : 0;
+}
+
 /* One pause (lull_collect_locked). `self` is the calling thread (NULL if
  * it is not attached), its roots already recorded. */
 static __attribute__((noinline)) void collect_pause(int what, const char *reason, lull_thread *self)
@@ -321,6 +331,14 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
             if (lull_cfg.verify_parallel && lull_workers_count())
                 lull_mark_verify_parallel_check(&tr);
         }
+        /* Weak references and finalizers: WEAK handles to unmarked objects
+         * are cleared; unmarked finalizable objects are marked, with all
+         * they reach, and queued; then WEAK_TRACK handles to what is still
+         * unmarked are cleared (finalize.h). */
+        lull_handles_weak_pass(LULL_HANDLE_WEAK, major_fate, NULL);
+        if (lull_finalize_collect(major_fate, lull_mark_precise_slot, &tr, false))
+            lull_mark_drain_more(&tr);
+        lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, major_fate, NULL);
         lull_tracer_release(&tr);
         LULL_PROBE1(mark_end, lull_mark_overflows());
         if (lull_cfg.verify)
@@ -362,6 +380,8 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
      * runs freed by the sweep can be given back to the OS before anyone
      * can allocate from them. */
     lull_space_release_pending();
+    if (lull_finalize_pending_wake())
+        lull_finalize_wake();
     if (collect_g.debug_shot && ends_major)
         write_debug_shot(collect_g.ncollections, synchronous);
     clear_stack_below();

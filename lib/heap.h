@@ -226,6 +226,11 @@ static inline const lull_type *lull_header_type(uintptr_t hdr)
 
 uintptr_t lull_nursery_find(uintptr_t a, bool interior);
 
+/* Could obj be the start of an object the caller holds (alloc.c)? The
+ * cheap checks of lull_type_of, without aborting: inside the heap,
+ * aligned, a type in word 0, a slot boundary of its block. */
+bool lull_object_plausible(const void *obj);
+
 /* The object containing address `a` (any interior address when `interior`,
  * else only its first byte), or 0 when `a` is not inside an allocated
  * object. Callers hold the gc lock or have stopped the world. */

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "collect.h"
+#include "finalize.h"
+#include "handles.h"
 #include "policy.h"
 #include "heap.h"
 #include "nursery.h"
@@ -68,6 +70,7 @@ static void fork_child(void)
     if (lull_is_initialised()) {
         lull_threads_after_fork_child();
         lull_workers_after_fork_child();
+        lull_finalize_after_fork_child();
         if (!lull_mark_resume_background())
             lull_major_resume_sweep();
         lull_gc_unlock();
@@ -132,6 +135,8 @@ int lull_init(const char *params)
     lull_mark_init(cfg.mark_stack_limit);
     lull_stats_reset();
     lull_collect_init();
+    lull_handles_init();
+    lull_finalize_init();
     lull_threads_init();
     lull_workers_start(cfg.mark_workers - 1, cfg.major == LULL_MAJOR_CONCURRENT);
     lull__barrier.cards = lull_heap_g.cards;
@@ -154,6 +159,9 @@ void lull_shutdown(void)
         pthread_mutex_unlock(&init_g.init_lock);
         return;
     }
+    /* The finalizer thread runs what is queued, and is joined: it is
+     * attached while it runs finalizers. */
+    lull_finalize_stop();
     lull_gc_lock();
     unsigned others = lull_threads_count() - (lull_thread_self ? 1u : 0u);
     lull_gc_unlock();
@@ -166,6 +174,7 @@ void lull_shutdown(void)
     lull_workers_stop();
     lull_stw_uninstall();
     lull_roots_reset();
+    lull_handles_fini();
     lull_mark_fini();
     lull_major_fini();
     lull_nursery_fini();

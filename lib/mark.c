@@ -262,6 +262,12 @@ void lull_mark_drain(lull_tracer *tr)
     drain(tr, true);
 }
 
+void lull_mark_drain_more(lull_tracer *tr)
+{
+    mark_g.plant = false;
+    drain(tr, true);
+}
+
 unsigned long lull_mark_overflows(void)
 {
     return mark_g.overflows;

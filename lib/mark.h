@@ -39,6 +39,10 @@ void lull_mark_assert_all_clear(void);
 /* Blacken until nothing is grey, with every marker (world stopped; tr is
  * the stopping thread's tracer, holding the greyed roots). */
 void lull_mark_drain(lull_tracer *tr);
+/* After a drain, in the same pause: blacken what was greyed since (the
+ * objects kept for their finalizers), with every marker; the counts of
+ * the drain go on. */
+void lull_mark_drain_more(lull_tracer *tr);
 /* How many times the last drain had to recover from an overflow. */
 unsigned long lull_mark_overflows(void);
 /* Objects the last drain blackened, and how many of them the stopping

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "collect.h"
+#include "finalize.h"
+#include "handles.h"
 #include "mark.h"
 #include "policy.h"
 #include "os.h"
@@ -1023,6 +1025,36 @@ void lull_nursery_resize(size_t bytes)
     __atomic_store_n(&nursery_g.limit, limit, __ATOMIC_RELAXED);
 }
 
+/* Drain the stopping thread's grey stack and the gray array, to the end
+ * (one thread: the other tracers are done). */
+static void drain_rest(minor_tracer *self)
+{
+    for (;;) {
+        drain_local(self->tr, self);
+        if (!nursery_g.gray_n)
+            break;
+        scan_gray(self, nursery_g.gray[--nursery_g.gray_n]);
+    }
+}
+
+/* After the copying (handles.h): where a young object is now, or 0 if it
+ * died. A nursery object survived if it was forwarded or pinned; a young
+ * large object if the minor reached it (or a mark marked it: it is kept,
+ * lull_los_end_minor). Anything else is not this minor's to judge. */
+static uintptr_t minor_fate(uintptr_t v, void *ctx)
+{
+    (void)ctx;
+    if (lull_in_nursery(v)) {
+        uintptr_t h = __atomic_load_n((uintptr_t *)v, __ATOMIC_RELAXED);
+        if (h & LULL_HDR_FORWARDED)
+            return h & ~LULL_HDR_TAG_MASK;
+        return h & LULL_HDR_PINNED ? v : 0;
+    }
+    if (lull_young_large_at(v) == v && !(__atomic_load_n(&lull_block_of(v)->young, __ATOMIC_RELAXED) & LULL_LARGE_REACHED))
+        return lull_is_marked(v) ? v : 0;
+    return v;
+}
+
 uint64_t lull_nursery_collect(bool may_age)
 {
     unsigned ntracers = lull_workers_count() + 1;
@@ -1073,12 +1105,15 @@ uint64_t lull_nursery_collect(bool may_age)
         copy_job(&tr, NULL);
     }
     /* What no grey-stack section could hold (one thread, to the end). */
-    for (;;) {
-        drain_local(&tr, self);
-        if (!nursery_g.gray_n)
-            break;
-        scan_gray(self, nursery_g.gray[--nursery_g.gray_n]);
-    }
+    drain_rest(self);
+    /* Weak references and finalizers (handles.h, finalize.h): WEAK handles
+     * to what died are cleared; dead finalizable objects are kept (copied
+     * like any survivor, with all they reach) and queued; WEAK_TRACK
+     * handles then follow them, and are cleared only for what stays dead. */
+    lull_handles_weak_pass(LULL_HANDLE_WEAK, minor_fate, NULL);
+    if (lull_finalize_collect(minor_fate, forward_slot, self, true))
+        drain_rest(self);
+    lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, minor_fate, NULL);
     lull_tracer_release(&tr);
     nursery_g.trace_ns = lull_now_ns() - t_trace;
     nursery_g.large_freed = lull_los_end_minor(may_age);
@@ -1109,6 +1144,7 @@ uint64_t lull_nursery_collect(bool may_age)
     nursery_g.promoted_by_workers = promoted - self->promoted;
     nursery_g.handed = 0;
     lull_policy_note_unused(unused + nursery_g.large_freed);
+    lull_finalize_end_minor();
     if (lull_cfg.verify_nursery)
         lull_nursery_verify();
     return promoted;
@@ -1203,6 +1239,13 @@ static void verify_root(void **slot, void *ctx)
     verify_slot(slot, NULL);
 }
 
+static void verify_weak(uintptr_t target, void *ctx)
+{
+    (void)ctx;
+    void *p = (void *)target;
+    verify_slot(&p, NULL);
+}
+
 void lull_nursery_verify(void)
 {
     /* The log: sorted, disjoint, inside the nursery, and every thread's
@@ -1221,4 +1264,5 @@ void lull_nursery_verify(void)
     lull_trace_old_objects(true, false, verify_object, NULL);
     lull_nursery_each_object(verify_object, NULL);
     lull_roots_scan(NULL, verify_root, NULL);
+    lull_handles_each_weak(verify_weak, NULL);
 }

@@ -31,6 +31,9 @@
  *   heap_shrunk(bytes, heap_bytes)         blocks given back to the OS
  *   nursery_resized(old_bytes, new_bytes)  the pause target moved the nursery's limit
  *   young_large_freed(bytes)               a minor freed young large objects
+ *   weak_cleared(kind, count)              a collection cleared weak handles (kind: 0 WEAK, 1 WEAK_TRACK)
+ *   finalizers_queued(count)               a collection found finalizable objects unreachable
+ *   finalizer_run(addr, type_name)         a finalizer is about to run
  */
 #ifndef LULL_PROBES_H
 #define LULL_PROBES_H

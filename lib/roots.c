@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "collect.h"
+#include "finalize.h"
+#include "handles.h"
 #include "threads.h"
 #include "util.h"
 
@@ -97,6 +99,9 @@ void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise, void *ctx
             conservative(lo, hi, ctx);
         }
     }
+    /* Handles and the objects queued for finalization are roots too. */
+    lull_handles_scan_roots(conservative, precise, ctx);
+    lull_finalize_scan_roots(precise, ctx);
 }
 
 void lull_roots_scan_threads(lull_range_fn fn, void *ctx)

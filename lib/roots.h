@@ -13,8 +13,9 @@ typedef void (*lull_range_fn)(uintptr_t lo, uintptr_t hi, void *ctx);
 typedef void (*lull_slot_fn)(void **slot, void *ctx);
 /* Every registered root: conservative ranges to `conservative`, each slot
  * of a precise root to `precise` (either may be NULL: skipped); ctx is
- * passed on (the tracer, for the mark). Reads the registry only: several
- * threads may scan at once while the world is stopped. */
+ * passed on (the tracer, for the mark). Then the handles' (handles.h:
+ * NORMAL as precise slots, PINNED as conservative words) and the objects
+ * queued for finalization (precise). World stopped, one thread. */
 void lull_roots_scan(lull_range_fn conservative, lull_slot_fn precise, void *ctx);
 /* The stack (and registers) of every attached thread, the caller's too,
  * from where lull_stw_record_roots says each one begins. */

@@ -1,6 +1,7 @@
 #include "stats.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "collect.h"
@@ -68,6 +69,8 @@ static struct {
     lull_histogram pauses, pauses_by_kind[2];   /* [LULL_PAUSE_MINOR/MAJOR] */
     uint64_t collections_minor, collections_major, collections_major_sync;
     uint64_t live_after_major;
+    /* Updated without the lock (the queueing happens in a pause). */
+    atomic_uint_fast64_t finalizers_queued, finalizers_run;
 } stats_g = { .stats_lock = PTHREAD_MUTEX_INITIALIZER };
 
 void lull_stats_lock_for_fork(void)
@@ -87,7 +90,17 @@ void lull_stats_reset(void)
     memset(stats_g.pauses_by_kind, 0, sizeof stats_g.pauses_by_kind);
     stats_g.collections_minor = stats_g.collections_major = stats_g.collections_major_sync = 0;
     stats_g.live_after_major = 0;
+    atomic_store(&stats_g.finalizers_queued, 0);
+    atomic_store(&stats_g.finalizers_run, 0);
     pthread_mutex_unlock(&stats_g.stats_lock);
+}
+
+void lull_stats_note_finalizers(uint64_t queued, uint64_t run)
+{
+    if (queued)
+        atomic_fetch_add_explicit(&stats_g.finalizers_queued, queued, memory_order_relaxed);
+    if (run)
+        atomic_fetch_add_explicit(&stats_g.finalizers_run, run, memory_order_relaxed);
 }
 
 void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
@@ -128,6 +141,8 @@ void lull_get_stats(lull_stats *s)
     s->pause_p95_ns = lull_hist_quantile(&stats_g.pauses, 0.95);
     s->pause_p99_ns = lull_hist_quantile(&stats_g.pauses, 0.99);
     s->live_bytes_after_major = stats_g.live_after_major;
+    s->finalizers_queued = atomic_load_explicit(&stats_g.finalizers_queued, memory_order_relaxed);
+    s->finalizers_run = atomic_load_explicit(&stats_g.finalizers_run, memory_order_relaxed);
     const lull_histogram *mi = &stats_g.pauses_by_kind[LULL_PAUSE_MINOR], *ma = &stats_g.pauses_by_kind[LULL_PAUSE_MAJOR];
     s->pauses_minor = mi->count;
     s->pause_minor_max_ns = mi->max;

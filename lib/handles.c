@@ -1,0 +1,333 @@
+/* handles.c — GC handles: one lock-free table per kind (the design of
+ * Mono 4.4's handles, in our words).
+ *
+ * A table is up to NBUCKETS buckets, bucket b holding BUCKET0 << b slots,
+ * so slot i lives at a fixed place for ever: buckets are installed with a
+ * compare-and-swap on the bucket pointer (a thread that loses unmaps the
+ * bucket it made), never moved or freed before lull_shutdown.
+ *
+ * A slot is one 64-bit word:
+ *
+ *   bit 0       OCCUPIED: the handle is allocated
+ *   bits 4..57  the target's address (objects are 16-byte aligned; 0: NULL)
+ *   bits 58..62 the slot's generation, advanced by every free
+ *
+ * A handle is a 32-bit value: kind (2 bits), the generation of the slot
+ * when it was handed out (5 bits), index + 1 (25 bits; so 0 is never a
+ * handle). Using a handle whose generation no longer matches, or whose
+ * slot is free, is detected as misuse.
+ *
+ * new  claims the first slot at or after the kind's hint whose OCCUPIED
+ *      bit is clear, with a CAS from the free word it read (a failed CAS
+ *      tries the next slot); past the last installed bucket it installs
+ *      the next one.
+ * set  CAS from the word read to the same word with the new target.
+ * free CAS to a free word of the next generation.
+ * get  one acquire load.
+ *
+ * The collector (world stopped) walks slots [0, high), `high` being one
+ * past the highest slot ever claimed, so a table with a few handles costs a
+ * few reads however many it once held elsewhere. Memory orders: claiming
+ * and setting are release (a get that reads the target with acquire sees
+ * its initialised contents); the bucket pointer is published with release
+ * and read with acquire. */
+#include "handles.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "collect.h"
+#include "heap.h"
+#include "os.h"
+#include "probes.h"
+#include "threads.h"
+#include "util.h"
+
+#define BUCKET0_SHIFT 10u
+#define BUCKET0       ((uint32_t)1 << BUCKET0_SHIFT)
+#define NBUCKETS      16u        /* BUCKET0 * (2^16 - 1) slots > LULL_HANDLE_MAX */
+
+#define SLOT_OCCUPIED ((uint64_t)1)
+#define SLOT_GEN_SHIFT 58u
+#define SLOT_GEN_MASK  ((uint64_t)31 << SLOT_GEN_SHIFT)
+#define SLOT_PTR_MASK  ((((uint64_t)1 << SLOT_GEN_SHIFT) - 1) & ~(uint64_t)15)
+
+#define H_KIND_BITS 2u
+#define H_GEN_BITS  5u
+#define H_IDX_SHIFT (H_KIND_BITS + H_GEN_BITS)
+
+typedef struct table {
+    _Atomic(_Atomic uint64_t *) bucket[NBUCKETS];
+    atomic_uint high;            /* one past the highest slot ever claimed */
+    atomic_uint hint;            /* where new looks first */
+} table;
+
+/* The four tables (global): memory of buckets installed by any thread,
+ * released at lull_shutdown. */
+static table handles_g[4];
+
+static const char *const kind_names[4] = { "WEAK", "WEAK_TRACK", "NORMAL", "PINNED" };
+
+static inline uint32_t bucket_of(uint32_t idx, uint32_t *off)
+{
+    uint32_t j = idx + BUCKET0;
+    uint32_t b = 31u - (uint32_t)__builtin_clz(j) - BUCKET0_SHIFT;
+    *off = j - (BUCKET0 << b);
+    return b;
+}
+
+static inline size_t bucket_bytes(uint32_t b)
+{
+    return ((size_t)BUCKET0 << b) * sizeof(uint64_t);
+}
+
+void lull_handles_init(void)
+{
+    for (unsigned k = 0; k < 4; k++) {
+        for (unsigned b = 0; b < NBUCKETS; b++)
+            atomic_store_explicit(&handles_g[k].bucket[b], NULL, memory_order_relaxed);
+        atomic_store_explicit(&handles_g[k].high, 0, memory_order_relaxed);
+        atomic_store_explicit(&handles_g[k].hint, 0, memory_order_relaxed);
+    }
+}
+
+void lull_handles_fini(void)
+{
+    for (unsigned k = 0; k < 4; k++)
+        for (unsigned b = 0; b < NBUCKETS; b++) {
+            _Atomic uint64_t *p = atomic_load_explicit(&handles_g[k].bucket[b], memory_order_acquire);
+            if (p)
+                lull_os_unreserve((void *)p, bucket_bytes(b));
+            atomic_store_explicit(&handles_g[k].bucket[b], NULL, memory_order_relaxed);
+        }
+}
+
+/* Bucket b of table t, installed if absent. NULL: no memory. */
+static _Atomic uint64_t *bucket_get(table *t, uint32_t b)
+{
+    _Atomic uint64_t *p = atomic_load_explicit(&t->bucket[b], memory_order_acquire);
+    if (p)
+        return p;
+    _Atomic uint64_t *mine = lull_os_reserve_rw(bucket_bytes(b));   /* reads as zero: free, generation 0 */
+    if (!mine)
+        return NULL;
+    _Atomic uint64_t *expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(&t->bucket[b], &expected, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return mine;
+    lull_os_unreserve((void *)mine, bucket_bytes(b));   /* another thread installed it first */
+    return expected;
+}
+
+/* ---- the API ---- */
+
+static void check_caller(const char *fn)
+{
+    if (LULL_UNLIKELY(!lull_thread_self)) {
+        if (!lull_is_initialised())
+            lull_fatal(fn, "lull is not initialised (call lull_init first)");
+        lull_fatal(fn, "the calling thread is not attached (call lull_thread_attach first)");
+    }
+}
+
+static uint64_t target_bits(const char *fn, void *obj)
+{
+    uintptr_t a = (uintptr_t)obj;
+    if (a && !lull_object_plausible(obj))
+        lull_fatal(fn, "%p is not the start of a heap object", obj);
+    return (uint64_t)a;
+}
+
+/* The slot a handle names, checked: the kind's table has it, it is
+ * occupied, and its generation is the handle's. *word gets its value. */
+static _Atomic uint64_t *slot_of(const char *fn, lull_handle h, uint64_t *word)
+{
+    unsigned kind = h & 3u, gen = (h >> H_KIND_BITS) & 31u;
+    uint32_t idx1 = h >> H_IDX_SHIFT;
+    table *t = &handles_g[kind];
+    if (LULL_UNLIKELY(!idx1 || idx1 - 1 >= atomic_load_explicit(&t->high, memory_order_acquire)))
+        lull_fatal(fn, "%#x is not a handle (lull_handle_new never returned it)", (unsigned)h);
+    uint32_t off, b = bucket_of(idx1 - 1, &off);
+    _Atomic uint64_t *bk = atomic_load_explicit(&t->bucket[b], memory_order_acquire);
+    _Atomic uint64_t *s = &bk[off];
+    uint64_t w = atomic_load_explicit(s, memory_order_acquire);
+    if (LULL_UNLIKELY(!(w & SLOT_OCCUPIED) || ((w & SLOT_GEN_MASK) >> SLOT_GEN_SHIFT) != gen))
+        lull_fatal(fn, "handle %#x (%s, slot %u) was freed (or is a made-up value)", (unsigned)h,
+                   kind_names[kind], idx1 - 1);
+    *word = w;
+    return s;
+}
+
+lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
+{
+    check_caller("lull_handle_new");
+    if ((unsigned)kind > LULL_HANDLE_PINNED)
+        lull_fatal("lull_handle_new", "unknown handle kind %d", (int)kind);
+    uint64_t target = target_bits("lull_handle_new", obj);
+    table *t = &handles_g[kind];
+    uint32_t idx = atomic_load_explicit(&t->hint, memory_order_relaxed);
+    while (idx < LULL_HANDLE_MAX - 1) {
+        uint32_t off, b = bucket_of(idx, &off);
+        _Atomic uint64_t *bk = bucket_get(t, b);
+        if (!bk)
+            break;
+        uint32_t n = BUCKET0 << b;
+        for (; off < n && idx < LULL_HANDLE_MAX - 1; off++, idx++) {
+            uint64_t w = atomic_load_explicit(&bk[off], memory_order_relaxed);
+            if (w & SLOT_OCCUPIED)
+                continue;
+            if (!atomic_compare_exchange_strong_explicit(&bk[off], &w, (w & SLOT_GEN_MASK) | target | SLOT_OCCUPIED,
+                                                         memory_order_release, memory_order_relaxed))
+                continue;     /* claimed (or freed and claimed) meanwhile: the next one */
+            uint32_t hi = atomic_load_explicit(&t->high, memory_order_relaxed);
+            while (hi <= idx && !atomic_compare_exchange_weak_explicit(&t->high, &hi, idx + 1, memory_order_release,
+                                                                       memory_order_relaxed))
+                ;
+            atomic_store_explicit(&t->hint, idx + 1, memory_order_relaxed);
+            unsigned gen = (unsigned)((w & SLOT_GEN_MASK) >> SLOT_GEN_SHIFT);
+            return (lull_handle)(((idx + 1) << H_IDX_SHIFT) | (gen << H_KIND_BITS) | (unsigned)kind);
+        }
+    }
+    errno = ENOMEM;
+    return 0;
+}
+
+void *lull_handle_get(lull_handle h)
+{
+    check_caller("lull_handle_get");
+    uint64_t w;
+    slot_of("lull_handle_get", h, &w);
+    return (void *)(uintptr_t)(w & SLOT_PTR_MASK);
+}
+
+void lull_handle_set(lull_handle h, void *obj)
+{
+    check_caller("lull_handle_set");
+    uint64_t target = target_bits("lull_handle_set", obj), w;
+    _Atomic uint64_t *s = slot_of("lull_handle_set", h, &w);
+    /* A failed CAS: a collection moved or cleared the old target meanwhile
+     * (this thread was stopped); the handle is still ours. */
+    while (!atomic_compare_exchange_weak_explicit(s, &w, (w & ~SLOT_PTR_MASK) | target, memory_order_release,
+                                                  memory_order_relaxed))
+        if (!(w & SLOT_OCCUPIED))
+            lull_fatal("lull_handle_set", "handle %#x was freed while being set", (unsigned)h);
+}
+
+void lull_handle_free(lull_handle h)
+{
+    check_caller("lull_handle_free");
+    uint64_t w;
+    _Atomic uint64_t *s = slot_of("lull_handle_free", h, &w);
+    for (;;) {
+        uint64_t next_gen = (((w & SLOT_GEN_MASK) >> SLOT_GEN_SHIFT) + 1) & 31u;
+        if (atomic_compare_exchange_weak_explicit(s, &w, next_gen << SLOT_GEN_SHIFT, memory_order_release,
+                                                  memory_order_relaxed))
+            break;
+        if (!(w & SLOT_OCCUPIED))
+            lull_fatal("lull_handle_free", "handle %#x was freed twice at once", (unsigned)h);
+    }
+    /* Let new look here first (a race only costs a later slot). */
+    table *t = &handles_g[h & 3u];
+    uint32_t idx = (h >> H_IDX_SHIFT) - 1;
+    if (idx < atomic_load_explicit(&t->hint, memory_order_relaxed))
+        atomic_store_explicit(&t->hint, idx, memory_order_relaxed);
+}
+
+/* ---- the collector's side (world stopped) ---- */
+
+/* fn(slot, target, ctx) for every occupied slot of kind with a target. */
+static void each_target(unsigned kind, void (*fn)(_Atomic uint64_t *slot, uint64_t w, void *ctx), void *ctx)
+{
+    table *t = &handles_g[kind];
+    uint32_t high = atomic_load_explicit(&t->high, memory_order_acquire);
+    for (uint32_t b = 0, base = 0; base < high && b < NBUCKETS; base += BUCKET0 << b, b++) {
+        _Atomic uint64_t *bk = atomic_load_explicit(&t->bucket[b], memory_order_acquire);
+        uint32_t n = BUCKET0 << b;
+        if (n > high - base)
+            n = high - base;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t w = atomic_load_explicit(&bk[i], memory_order_relaxed);
+            if ((w & SLOT_OCCUPIED) && (w & SLOT_PTR_MASK))
+                fn(&bk[i], w, ctx);
+        }
+    }
+}
+
+typedef struct root_ctx {
+    lull_range_fn conservative;
+    lull_slot_fn precise;
+    void *ctx;
+} root_ctx;
+
+static void normal_root(_Atomic uint64_t *slot, uint64_t w, void *ctx)
+{
+    root_ctx *r = ctx;
+    void *p = (void *)(uintptr_t)(w & SLOT_PTR_MASK);
+    r->precise(&p, r->ctx);
+    if ((uint64_t)(uintptr_t)p != (w & SLOT_PTR_MASK))
+        atomic_store_explicit(slot, (w & ~SLOT_PTR_MASK) | (uint64_t)(uintptr_t)p, memory_order_relaxed);
+}
+
+static void pinned_root(_Atomic uint64_t *slot, uint64_t w, void *ctx)
+{
+    (void)slot;
+    root_ctx *r = ctx;
+    uintptr_t word = (uintptr_t)(w & SLOT_PTR_MASK);
+    r->conservative((uintptr_t)&word, (uintptr_t)(&word + 1), r->ctx);
+    __asm__ __volatile__("" : : "r"(&word) : "memory");
+}
+
+void lull_handles_scan_roots(lull_range_fn conservative, lull_slot_fn precise, void *ctx)
+{
+    root_ctx r = { conservative, precise, ctx };
+    if (precise)
+        each_target(LULL_HANDLE_NORMAL, normal_root, &r);
+    if (conservative)
+        each_target(LULL_HANDLE_PINNED, pinned_root, &r);
+}
+
+typedef struct weak_ctx {
+    lull_fate_fn fate;
+    void *ctx;
+    uint64_t cleared;
+} weak_ctx;
+
+static void weak_slot(_Atomic uint64_t *slot, uint64_t w, void *ctx)
+{
+    weak_ctx *k = ctx;
+    uintptr_t old = (uintptr_t)(w & SLOT_PTR_MASK), now = k->fate(old, k->ctx);
+    if (now == old)
+        return;
+    k->cleared += !now;
+    atomic_store_explicit(slot, (w & ~SLOT_PTR_MASK) | (uint64_t)now, memory_order_relaxed);
+}
+
+uint64_t lull_handles_weak_pass(enum lull_handle_kind kind, lull_fate_fn fate, void *ctx)
+{
+    LULL_ASSERT(kind == LULL_HANDLE_WEAK || kind == LULL_HANDLE_WEAK_TRACK);
+    weak_ctx k = { fate, ctx, 0 };
+    each_target(kind, weak_slot, &k);
+    if (k.cleared)
+        LULL_PROBE2(weak_cleared, (int)kind, k.cleared);
+    return k.cleared;
+}
+
+typedef struct each_ctx {
+    void (*fn)(uintptr_t target, void *ctx);
+    void *ctx;
+} each_ctx;
+
+static void each_weak(_Atomic uint64_t *slot, uint64_t w, void *ctx)
+{
+    (void)slot;
+    each_ctx *e = ctx;
+    e->fn((uintptr_t)(w & SLOT_PTR_MASK), e->ctx);
+}
+
+void lull_handles_each_weak(void (*fn)(uintptr_t target, void *ctx), void *ctx)
+{
+    each_ctx e = { fn, ctx };
+    each_target(LULL_HANDLE_WEAK, each_weak, &e);
+    each_target(LULL_HANDLE_WEAK_TRACK, each_weak, &e);
+}
