@@ -177,13 +177,16 @@ lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
             uint64_t w = atomic_load_explicit(&bk[off], memory_order_relaxed);
             if (w & SLOT_OCCUPIED)
                 continue;
-            if (!atomic_compare_exchange_strong_explicit(&bk[off], &w, (w & SLOT_GEN_MASK) | target | SLOT_OCCUPIED,
-                                                         memory_order_release, memory_order_relaxed))
-                continue;     /* claimed (or freed and claimed) meanwhile: the next one */
+            /* `high` covers the slot before it can hold the target: a
+             * collection that stops this thread right after the CAS, with
+             * obj no longer in any register, must still see the slot. */
             uint32_t hi = atomic_load_explicit(&t->high, memory_order_relaxed);
             while (hi <= idx && !atomic_compare_exchange_weak_explicit(&t->high, &hi, idx + 1, memory_order_release,
                                                                        memory_order_relaxed))
                 ;
+            if (!atomic_compare_exchange_strong_explicit(&bk[off], &w, (w & SLOT_GEN_MASK) | target | SLOT_OCCUPIED,
+                                                         memory_order_release, memory_order_relaxed))
+                continue;     /* claimed (or freed and claimed) meanwhile: the next one */
             atomic_store_explicit(&t->hint, idx + 1, memory_order_relaxed);
             unsigned gen = (unsigned)((w & SLOT_GEN_MASK) >> SLOT_GEN_SHIFT);
             return (lull_handle)(((idx + 1) << H_IDX_SHIFT) | (gen << H_KIND_BITS) | (unsigned)kind);
@@ -196,9 +199,23 @@ lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
 void *lull_handle_get(lull_handle h)
 {
     check_caller("lull_handle_get");
+    /* The slot word carries the generation in its high bits: as loaded, it
+     * is no address the conservative scan recognises. A thread stopped
+     * between the load and the masking would hold its target only in that
+     * form: a minor would move the target (the slot is updated, the
+     * register is not) and a mark would leave it white, and the caller
+     * would get a stale or a freed object (stress_handles found this).
+     * The critical region defers a stop until the plain pointer exists;
+     * the asm keeps the compiler from recomputing it from the word after
+     * the region, where the thread may stop. */
+    lull_thread *self = lull_thread_self;
+    lull_enter_critical(self);
     uint64_t w;
     slot_of("lull_handle_get", h, &w);
-    return (void *)(uintptr_t)(w & SLOT_PTR_MASK);
+    void *p = (void *)(uintptr_t)(w & SLOT_PTR_MASK);
+    __asm__ __volatile__("" : "+r"(p));
+    lull_exit_critical(self);
+    return p;
 }
 
 void lull_handle_set(lull_handle h, void *obj)

@@ -6,7 +6,9 @@
  *
  * Critical regions: a thread that is between taking a slot from its free
  * list and writing the object's header must not be stopped there (the slot
- * would look free to the sweep). It sets in_critical; the suspend handler,
+ * would look free to the sweep), or between loading a handle's slot word
+ * and extracting the plain pointer from it (handles.c: the word is no
+ * address the conservative scan knows). It sets in_critical; the suspend handler,
  * finding it set, only notes pending_suspend and returns, and the thread
  * suspends itself when it leaves the region. Both fields are touched only
  * by the thread itself and its own signal handler. */
