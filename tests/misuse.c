@@ -20,10 +20,14 @@
  *  - lull_collect with an unknown generation (7, -1), before lull_init
  *    and after lull_shutdown; lull_set_pause_hook before lull_init and
  *    after lull_shutdown; lull_get_stats(NULL); lull_shutdown with another
- *    thread attached.
+ *    thread attached;
+ *  - handles: a freed handle read, set and freed again, 0 and a made-up
+ *    value, an unknown kind, an interior pointer and malloc'd memory as a
+ *    target, lull_handle_new before lull_init and from an unattached
+ *    thread; lull_run_finalizers before lull_init and unattached.
  *
  * Bad input that is reported with an error code (roots, attach, init,
- * allocation sizes, the calls after lull_shutdown that are no misuse) is
+ * finalizer registration, allocation sizes, the calls after lull_shutdown that are no misuse) is
  * checked in error_codes(), with a list built before it that must come out
  * intact.
  */
@@ -299,6 +303,43 @@ static void pause_hook_after_shutdown(void)
     lull_set_pause_hook(NULL, NULL);
 }
 
+/* Handles (issue 11). */
+static lull_handle freed_handle(void)
+{
+    init_child();
+    lull_handle h = lull_handle_new(tnode_new(1), LULL_HANDLE_NORMAL);
+    CHECK(h, "lull_handle_new failed");
+    lull_handle_free(h);
+    return h;
+}
+static void handle_get_freed(void)    { (void)lull_handle_get(freed_handle()); }
+static void handle_set_freed(void)    { lull_handle_set(freed_handle(), NULL); }
+static void handle_double_free(void)  { lull_handle_free(freed_handle()); }
+static void handle_get_zero(void)     { init_child(); (void)lull_handle_get(0); }
+static void handle_get_made_up(void)  { init_child(); (void)lull_handle_get(0x12345u << 7 | 1u); }
+static void handle_new_bad_kind(void) { init_child(); (void)lull_handle_new(NULL, (enum lull_handle_kind)7); }
+static void handle_new_interior(void)
+{
+    init_child();
+    struct tnode *n = tnode_new(3);
+    (void)lull_handle_new(&n->id, LULL_HANDLE_WEAK);
+}
+static void handle_set_malloc(void)
+{
+    init_child();
+    lull_handle h = lull_handle_new(NULL, LULL_HANDLE_PINNED);
+    CHECK(h, "lull_handle_new(NULL) failed");
+    lull_handle_set(h, malloc(64));
+}
+static void handle_new_before_init(void) { (void)lull_handle_new(NULL, LULL_HANDLE_NORMAL); }
+static void *unattached_handle(void *arg) { (void)arg; (void)lull_handle_new(NULL, LULL_HANDLE_WEAK); return NULL; }
+static void handle_new_unattached(void) { run_in_thread(unattached_handle); }
+static void *unattached_run_finalizers(void *arg) { (void)arg; lull_run_finalizers(); return NULL; }
+static void run_finalizers_unattached(void) { run_in_thread(unattached_run_finalizers); }
+static void run_finalizers_before_init(void) { lull_run_finalizers(); }
+
+static void noop_finalizer(void *obj, void *data) { (void)obj, (void)data; }
+
 /* Bad input that is reported with an error code, not an abort. */
 static void error_codes(void)
 {
@@ -311,9 +352,14 @@ static void error_codes(void)
     lull_thread_detach();                           /* no-op */
     lull_shutdown();                                /* no-op */
     CHECK(!lull_set_allow_synchronous_major(false), "set_allow_synchronous_major before lull_init");
+    CHECK(lull_register_finalizer(range, noop_finalizer, NULL) == -EPERM, "lull_register_finalizer before lull_init");
 
     CHECK(lull_init(NULL) == 0, "lull_init failed");
     struct tnode *volatile l = list_build(1, 2000);    /* must come out intact */
+    CHECK(lull_register_finalizer(NULL, noop_finalizer, NULL) == -EINVAL, "lull_register_finalizer(NULL)");
+    CHECK(lull_register_finalizer(range, noop_finalizer, NULL) == -EINVAL, "lull_register_finalizer(non-heap)");
+    CHECK(lull_register_finalizer(&l->id, noop_finalizer, NULL) == -EINVAL, "lull_register_finalizer(interior)");
+    CHECK(lull_register_finalizer(l, NULL, NULL) == 0, "removing a finalizer never registered");
     CHECK(lull_root_add(NULL, 8) == -EINVAL, "lull_root_add(NULL)");
     CHECK(lull_root_add(range, 0) == -EINVAL, "lull_root_add size 0");
     CHECK(lull_root_add((void *)(UINTPTR_MAX - 8), 64) == -EINVAL, "lull_root_add wrapping range");
@@ -533,6 +579,28 @@ int main(void)
     expect_abort("lull_shutdown with a thread attached", shutdown_with_attached_thread, "lull_shutdown",
                  "1 other thread(s) are still attached; detach them first");
     expect_abort("lull_get_stats(NULL)", stats_null, "lull_get_stats", "stats is NULL");
+    expect_abort("lull_handle_get of a freed handle", handle_get_freed, "lull_handle_get",
+                 "handle 0x82 (NORMAL, slot 0) was freed (or is a made-up value)");
+    expect_abort("lull_handle_set of a freed handle", handle_set_freed, "lull_handle_set",
+                 "handle 0x82 (NORMAL, slot 0) was freed (or is a made-up value)");
+    expect_abort("lull_handle_free twice", handle_double_free, "lull_handle_free",
+                 "handle 0x82 (NORMAL, slot 0) was freed (or is a made-up value)");
+    expect_abort("lull_handle_get(0)", handle_get_zero, "lull_handle_get",
+                 "0 is not a handle (lull_handle_new never returned it)");
+    expect_abort("lull_handle_get of a made-up value", handle_get_made_up, "lull_handle_get",
+                 "0x91a281 is not a handle (lull_handle_new never returned it)");
+    expect_abort("lull_handle_new with kind 7", handle_new_bad_kind, "lull_handle_new", "unknown handle kind 7");
+    expect_abort("lull_handle_new on an interior pointer", handle_new_interior, "lull_handle_new",
+                 "%p is not the start of a heap object");
+    expect_abort("lull_handle_set to malloc'd memory", handle_set_malloc, "lull_handle_set",
+                 "%p is not the start of a heap object");
+    expect_abort("lull_handle_new before lull_init", handle_new_before_init, "lull_handle_new", not_init);
+    expect_abort("lull_handle_new from an unattached thread", handle_new_unattached, "lull_handle_new",
+                 not_attached);
+    expect_abort("lull_run_finalizers before lull_init", run_finalizers_before_init, "lull_run_finalizers",
+                 not_init);
+    expect_abort("lull_run_finalizers from an unattached thread", run_finalizers_unattached,
+                 "lull_run_finalizers", not_attached);
     error_codes();
 
     /* The parent never initialised lull: a normal run still works. */
