@@ -31,9 +31,9 @@ cmake --build "$work/cmake-build"
 
 echo "== Makefile consumer (pkg-config lull)"
 mkdir -p "$work/make-build"
-cp "$src/bad_input.c" "$src/torture.c" "$src/Makefile" "$work/make-build/"
+cp "$src/bad_input.c" "$src/torture.c" "$src/handles.c" "$src/Makefile" "$work/make-build/"
 PKG_CONFIG_PATH=$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 export PKG_CONFIG_PATH
 make -C "$work/make-build"
-(cd "$work/make-build" && ./bad_input && ./torture 2)
+(cd "$work/make-build" && ./bad_input && ./torture 2 && ./handles 20000)
 echo "== consumer package: ok"
