@@ -28,6 +28,18 @@
 #include <stdatomic.h>
 
 static lull_handle hw, hn, hp, hw2, htr;
+
+/* Collections run from a fresh thread while this one is detached: no stale
+ * word in this thread's registers or stack is a root then (the scan is
+ * conservative: such a word would keep alive, or pin, what it names), so
+ * that what a check expects to die or move does. */
+static int detached_gen;
+static NOINLINE void collect_now(void) { lull_collect(detached_gen); }
+static void collect_detached(int gen)
+{
+    detached_gen = gen;
+    run_in_fresh_thread(collect_now);
+}
 static uintptr_t pinned_at;
 static volatile uintptr_t hidden;   /* an address kept off the stack, complemented */
 static void *root[2];
@@ -45,8 +57,7 @@ static void weak_handles(void)
 {
     run_in_fresh_thread(make_weak_young);
     hidden = ~(uintptr_t)lull_handle_get(hw2);   /* not on the stack: it would pin the object */
-    clobber_stack();
-    lull_collect(LULL_GEN_NURSERY);
+    collect_detached(LULL_GEN_NURSERY);
     CHECK(lull_handle_get(hw) == NULL, "a weak handle to a dropped nursery object reads %p after a minor",
           lull_handle_get(hw));
     void *after = lull_handle_get(hw2);
@@ -60,11 +71,9 @@ static void weak_handles(void)
 static void weak_old(void)
 {
     root[0] = NULL;
-    clobber_stack();
-    lull_collect(LULL_GEN_NURSERY);
+    collect_detached(LULL_GEN_NURSERY);
     CHECK(tnode_ok(lull_handle_get(hw2), 12), "a minor cleared a weak handle to an old object");
-    clobber_stack();
-    lull_collect(LULL_GEN_MAJOR);
+    collect_detached(LULL_GEN_MAJOR);
     CHECK(lull_handle_get(hw2) == NULL, "a weak handle to a dropped old object reads %p after a major",
           lull_handle_get(hw2));
     lull_handle_free(hw2);
@@ -91,8 +100,7 @@ static void strong_handles(void)
     run_in_fresh_thread(make_normal_and_pinned);
     hidden = ~(uintptr_t)lull_handle_get(hn);
     for (int i = 0; i < 3; i++) {
-        clobber_stack();
-        lull_collect(i == 1 ? LULL_GEN_MAJOR : LULL_GEN_NURSERY);
+        collect_detached(i == 1 ? LULL_GEN_MAJOR : LULL_GEN_NURSERY);
         list_verify(lull_handle_get(hn), 100, 500, "the list held by a normal handle");
         CHECK((uintptr_t)lull_handle_get(hp) == pinned_at, "a pinned handle's object moved from %p to %p",
               (void *)pinned_at, lull_handle_get(hp));
@@ -106,8 +114,7 @@ static void strong_handles(void)
 static void strong_retarget(void)
 {
     run_in_fresh_thread(retarget);
-    clobber_stack();
-    lull_collect(LULL_GEN_MAJOR);
+    collect_detached(LULL_GEN_MAJOR);
     list_verify(lull_handle_get(hn), 1000, 50, "the list a normal handle was set to");
     CHECK(lull_handle_get(hw) == NULL, "the list a normal handle no longer holds is still alive");
     lull_handle_set(hn, NULL);
@@ -171,16 +178,14 @@ static void track(int gen)
     atomic_store(&finalized, 0);
     run_in_fresh_thread(make_finalizable);
     if (gen == LULL_GEN_MAJOR)
-        lull_collect(LULL_GEN_NURSERY);      /* old first */
-    clobber_stack();
-    lull_collect(gen);
+        collect_detached(LULL_GEN_NURSERY);      /* old first */
+    collect_detached(gen);
     run_in_fresh_thread(track_after_first);
-    clobber_stack();
-    lull_collect(gen);
+    collect_detached(gen);
     if (gen == LULL_GEN_NURSERY) {
         run_in_fresh_thread(track_kept);
         if (track_survived)
-            lull_collect(LULL_GEN_MAJOR);    /* kept past its minor: it was promoted */
+            collect_detached(LULL_GEN_MAJOR);    /* kept past its minor: it was promoted */
     }
     run_in_fresh_thread(track_after_second);
     printf("weak/weak-track around a finalizer (%s): cleared before / after finalization\n",
