@@ -28,8 +28,8 @@ import sys
 
 # Columns (collectors) in table order; bench/run's --lull-variant names go
 # after "lull" (set in main).
-GC_ORDER = ["lull", "boehm", "boehm-m1", "boehm-incr"]
-COLORS = {"lull": "#1f77b4", "boehm": "#ff7f0e", "boehm-m1": "#d62728", "boehm-incr": "#2ca02c"}
+GC_ORDER = ["lull", "lull-mutex", "boehm", "boehm-m1", "boehm-incr"]
+COLORS = {"lull": "#1f77b4", "lull-mutex": "#aec7e8", "boehm": "#ff7f0e", "boehm-m1": "#d62728", "boehm-incr": "#2ca02c"}
 VARIANT_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
 # Benchmark-specific figures: key -> (label, format, lower is better)
 EXTRAS = {
@@ -52,9 +52,12 @@ EXTRAS = {
     "ns_per_malloc_free": ("malloc+free {:.1f} ns", True),
     "ns_per_store": ("{:.2f} ns/store", True),
     "ns_per_raw_store": ("raw store {:.2f} ns", True),
+    "ns_per_round": ("{:.0f} ns/round", True),
+    "weak_cleared": ("{:.0f} weak cleared", False),
 }
-# Figures that do not depend on the collector: shown, never compared.
-BASELINES = {"ns_per_malloc_free", "ns_per_raw_store"}
+# Figures shown, never compared: baselines that do not depend on the
+# collector, and counts whose ratio means nothing.
+BASELINES = {"ns_per_malloc_free", "ns_per_raw_store", "weak_cleared"}
 
 
 def parse(path):
@@ -108,7 +111,7 @@ def median_run(rows):
 
 
 def is_lull(gc):
-    return gc == "lull" or gc in VARIANTS
+    return gc in ("lull", "lull-mutex") or gc in VARIANTS
 
 
 VARIANTS = {}
@@ -211,7 +214,7 @@ def main():
                           fmt_ms(m.get("pause_total_ms") * 1000 if m.get("pause_total_ms") is not None else None),
                           fmt_ms(m.get("pause_max_us")), fmt_ms(m.get("pause_p99_us")), fmt_ms(m.get("pause_p50_us")),
                           c[0].get("checksum", "none")[:8], ", ".join(other)])
-        pairs = [("lull", peer) for peer in ["boehm", "boehm-m1", "boehm-incr"]] + [(v, "lull") for v in VARIANTS]
+        pairs = [("lull", peer) for peer in ["lull-mutex", "boehm", "boehm-m1", "boehm-incr"]] + [(v, "lull") for v in VARIANTS]
         for a, b in pairs:
             if (label, a) not in chosen or (label, b) not in chosen:
                 continue
@@ -237,6 +240,8 @@ def main():
             lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     columns = ["lull: LULL_GC_PARAMS unset"]
     columns += [f"{v}: LULL_GC_PARAMS={p}" for v, p in VARIANTS.items()]
+    if any(r["gc"] == "lull-mutex" for r in results + fails):
+        columns.append("lull-mutex: lull with every handle call made under one pthread mutex (GCSHIM_HANDLES_MUTEX=1)")
     columns += ["boehm: GC_MARKERS unset (libgc's default)", "boehm-m1: GC_MARKERS=1"]
     if any(r["gc"] == "boehm-incr" for r in results + fails):
         columns.append("boehm-incr: GC_MARKERS unset, GC_enable_incremental, 3 ms time limit")
