@@ -19,11 +19,12 @@
  *
  * new  claims the first slot at or after the kind's hint whose OCCUPIED
  *      bit is clear, with a CAS from the free word it read (a failed CAS
- *      tries the next slot); past the last installed bucket it installs
- *      the next one.
+ *      tries the next slot), after raising `high` over it; past the last
+ *      installed bucket it installs the next one.
  * set  CAS from the word read to the same word with the new target.
  * free CAS to a free word of the next generation.
- * get  one acquire load.
+ * get  one acquire load, masked, in a critical region (threads.h): a
+ *      thread is never stopped holding only the tagged word.
  *
  * The collector (world stopped) walks slots [0, high), `high` being one
  * past the highest slot ever claimed, so a table with a few handles costs a

@@ -10,7 +10,8 @@
  * Weak references during a concurrent mark need no read barrier here: the
  * mark is incremental-update (mark.h), so an object a mutator reads from a
  * weak handle while the mark runs and then keeps is in a register, a stack,
- * a root or a handle (all rescanned by the final pause) or was stored
+ * a root or a handle (all rescanned by the final pause; lull_handle_get
+ * never leaves a thread stopped with only the slot's tagged word) or was stored
  * through lull_store (its card is rescanned); the final pause marks it
  * before the weak pass looks at the handle. An object the program read and
  * dropped again is unmarked and the handle is cleared: it was dead. */
