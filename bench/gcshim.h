@@ -377,6 +377,32 @@ static inline int gcshim_common_option(int argc, char **argv, int *i, double *sc
     return 0;
 }
 
+/* The options of a benchmark that runs several threads: -v, --scale F and
+ * --threads N (1 <= N <= max_threads); anything else prints the usage and
+ * exits 2. */
+static inline void gcshim_threads_usage(const char *argv0)
+{
+    fprintf(stderr, "usage: %s [-v] [--scale F] [--threads N]\n", argv0);
+    exit(2);
+}
+static inline void gcshim_parse_threads_args(int argc, char **argv, double *scale, int *verbose, int *threads,
+                                             int max_threads)
+{
+    for (int i = 1; i < argc; i++) {
+        if (gcshim_common_option(argc, argv, &i, scale, verbose, gcshim_threads_usage))
+            continue;
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            char *end;
+            long t = strtol(argv[++i], &end, 10);
+            if (*end || t < 1 || t > max_threads)
+                gcshim_threads_usage(argv[0]);
+            *threads = (int)t;
+        } else {
+            gcshim_threads_usage(argv[0]);
+        }
+    }
+}
+
 /* Peak resident set size in KiB. */
 #include <sys/resource.h>
 static inline long gcshim_peak_rss_kb(void)

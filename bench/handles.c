@@ -167,29 +167,11 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void usage(const char *argv0)
-{
-    fprintf(stderr, "usage: %s [-v] [--scale F] [--threads N]\n", argv0);
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
     double scale = 1.0;
     int threads = 4;
-    for (int i = 1; i < argc; i++) {
-        char *end;
-        if (gcshim_common_option(argc, argv, &i, &scale, &verbose, usage)) {
-            continue;
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            long t = strtol(argv[++i], &end, 10);
-            if (*end || t < 1 || t > MAX_THREADS)
-                usage(argv[0]);
-            threads = (int)t;
-        } else {
-            usage(argv[0]);
-        }
-    }
+    gcshim_parse_threads_args(argc, argv, &scale, &verbose, &threads, MAX_THREADS);
 #ifndef USE_BOEHM
     const char *m = getenv("GCSHIM_HANDLES_MUTEX");
     use_mutex = m && *m && strcmp(m, "0");

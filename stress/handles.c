@@ -63,18 +63,6 @@ static double stop_at;
 static _Atomic uint8_t fin_seen[MAX_FIN];
 static atomic_uint fin_registered, fin_run, fin_run_during;
 static atomic_bool mutators_done;
-static struct { uint64_t final, minors_in_mark; int in_mark; } hook_g;
-
-static void on_pause(const lull_pause_event *e, void *data)
-{
-    (void)data;
-    if (e->phase == LULL_PHASE_INITIAL)
-        hook_g.in_mark = 1;
-    else if (e->phase == LULL_PHASE_FINAL)
-        hook_g.final++, hook_g.in_mark = 0;
-    else if (e->generation == LULL_GEN_NURSERY && hook_g.in_mark)
-        hook_g.minors_in_mark++;
-}
 
 static void finalizer(void *obj, void *data)
 {
@@ -210,14 +198,7 @@ static void *mutator_main(void *arg)
 int main(int argc, char **argv)
 {
     stress_parse_args("stress_handles", argc, argv, 5, NULL, NULL);
-    const char *params = getenv("LULL_GC_PARAMS"), *debug = getenv("LULL_GC_DEBUG");
-    bool concurrent = !(params && strstr(params, "major=stw"));
-    printf("stress_handles: seed %" PRIu64 ", %d threads, %.0f s, LULL_GC_PARAMS='%s' LULL_GC_DEBUG='%s'\n",
-           stress_seed, THREADS, stress_seconds, params ? params : "", debug ? debug : "");
-    int rc = lull_init(NULL);
-    if (rc)
-        stress_fail("lull_init: %s", strerror(-rc));
-    lull_set_pause_hook(on_pause, NULL);
+    bool concurrent = stress_start(THREADS);
     stop_at = stress_now() + stress_seconds;
     pthread_t th[THREADS];
     for (int i = 0; i < THREADS; i++) {
@@ -250,7 +231,7 @@ int main(int argc, char **argv)
            " sets, %" PRIu64 " frees; %u finalizers registered, %u run (%u while mutators ran); %" PRIu64
            " minors, %" PRIu64 " majors, %" PRIu64 " concurrent marks ended with %" PRIu64 " minors inside\n",
            rounds, nulls, revived, sets, frees, want, atomic_load(&fin_run), atomic_load(&fin_run_during),
-           st.collections_minor, st.collections_major, hook_g.final, hook_g.minors_in_mark);
+           st.collections_minor, st.collections_major, stress_marks.final, stress_marks.minors_in_mark);
     if (atomic_load(&fin_run) != want)
         stress_fail("%u of %u finalizable objects were finalized after every reference was dropped",
                     atomic_load(&fin_run), want);
@@ -260,9 +241,9 @@ int main(int argc, char **argv)
     if (rounds < 10000 || !nulls || !want)
         stress_fail("the test did not run: %" PRIu64 " rounds, %" PRIu64 " weak NULL reads, %u finalizers", rounds,
                     nulls, want);
-    if (concurrent && (hook_g.final < 2 || !hook_g.minors_in_mark))
+    if (concurrent && (stress_marks.final < 2 || !stress_marks.minors_in_mark))
         stress_fail("%" PRIu64 " concurrent marks ended with %" PRIu64 " minors inside: weak reads did not race "
-                    "marks and minors inside them", hook_g.final, hook_g.minors_in_mark);
+                    "marks and minors inside them", stress_marks.final, stress_marks.minors_in_mark);
     printf("stress_handles: ok\n");
     return 0;
 }

@@ -55,28 +55,6 @@ struct mutator {
 static struct mutator mutators[THREADS];
 static double stop_at;
 
-/* Pause hook: counted with the gc lock held, one pause at a time. */
-static struct {
-    int in_mark;
-    uint64_t initial, final, minors_in_mark;
-} hook_g;
-
-static void on_pause(const lull_pause_event *e, void *data)
-{
-    (void)data;
-    if (e->phase == LULL_PHASE_INITIAL) {
-        hook_g.initial++;
-        hook_g.in_mark = 1;
-    } else if (e->phase == LULL_PHASE_FINAL) {
-        hook_g.final++;
-        hook_g.in_mark = 0;
-    } else if (e->generation == LULL_GEN_NURSERY && hook_g.in_mark) {
-        hook_g.minors_in_mark++;
-    } else if (e->generation == LULL_GEN_MAJOR) {
-        hook_g.in_mark = 0;    /* a synchronous major ends any mark */
-    }
-}
-
 static uint64_t token_id(int thread, uint64_t n)
 {
     return ((uint64_t)(thread + 1) << 48) | n;
@@ -210,14 +188,7 @@ static void *mutator_main(void *arg)
 int main(int argc, char **argv)
 {
     stress_parse_args("stress_hide", argc, argv, 5, NULL, NULL);
-    const char *params = getenv("LULL_GC_PARAMS"), *debug = getenv("LULL_GC_DEBUG");
-    bool concurrent = !(params && strstr(params, "major=stw"));
-    printf("stress_hide: seed %" PRIu64 ", %d threads, %.0f s, LULL_GC_PARAMS='%s' LULL_GC_DEBUG='%s'\n",
-           stress_seed, THREADS, stress_seconds, params ? params : "", debug ? debug : "");
-    int rc = lull_init(NULL);
-    if (rc)
-        stress_fail("lull_init: %s", strerror(-rc));
-    lull_set_pause_hook(on_pause, NULL);
+    bool concurrent = stress_start(THREADS);
     stop_at = stress_now() + stress_seconds;
     pthread_t th[THREADS];
     for (int i = 0; i < THREADS; i++) {
@@ -239,13 +210,13 @@ int main(int argc, char **argv)
     printf("stress_hide: %" PRIu64 " moves, %" PRIu64 " replacements; %" PRIu64 " minors, %" PRIu64
            " majors (%" PRIu64 " synchronous); %" PRIu64 " concurrent marks ended, %" PRIu64
            " minors inside marks; major pause max %.3f ms\n", moves, replaced, st.collections_minor,
-           st.collections_major, st.collections_major_sync, hook_g.final, hook_g.minors_in_mark,
+           st.collections_major, st.collections_major_sync, stress_marks.final, stress_marks.minors_in_mark,
            (double)st.pause_major_max_ns / 1e6);
     if (moves < 1000)
         stress_fail("only %" PRIu64 " moves: the test did not run", moves);
-    if (concurrent && (hook_g.final < 2 || hook_g.minors_in_mark < 1))
+    if (concurrent && (stress_marks.final < 2 || stress_marks.minors_in_mark < 1))
         stress_fail("%" PRIu64 " concurrent marks ended with %" PRIu64 " minors inside them: the hiding was "
-                    "never raced against a concurrent mark", hook_g.final, hook_g.minors_in_mark);
+                    "never raced against a concurrent mark", stress_marks.final, stress_marks.minors_in_mark);
     printf("stress_hide: ok\n");
     return 0;
 }

@@ -122,6 +122,44 @@ static inline void stress_parse_args(const char *name, int argc, char **argv, do
     stress_seconds = seconds;
 }
 
+/* Concurrent marks as the pause hook sees them (stress_start installs it;
+ * counted with the gc lock held, one pause at a time): the programs that
+ * race a mark check that marks ended and minors ran inside them. */
+static struct {
+    int in_mark;
+    uint64_t initial, final, minors_in_mark;
+} stress_marks;
+
+static inline void stress_on_pause(const lull_pause_event *e, void *data)
+{
+    (void)data;
+    if (e->phase == LULL_PHASE_INITIAL) {
+        stress_marks.initial++;
+        stress_marks.in_mark = 1;
+    } else if (e->phase == LULL_PHASE_FINAL) {
+        stress_marks.final++;
+        stress_marks.in_mark = 0;
+    } else if (e->generation == LULL_GEN_NURSERY && stress_marks.in_mark) {
+        stress_marks.minors_in_mark++;
+    } else if (e->generation == LULL_GEN_MAJOR) {
+        stress_marks.in_mark = 0;    /* a synchronous major ends any mark */
+    }
+}
+
+/* The banner line, lull_init and the mark-counting pause hook. Returns
+ * whether majors are concurrent (LULL_GC_PARAMS has no major=stw). */
+static inline int stress_start(int threads)
+{
+    const char *params = getenv("LULL_GC_PARAMS"), *debug = getenv("LULL_GC_DEBUG");
+    printf("%s: seed %" PRIu64 ", %d threads, %.0f s, LULL_GC_PARAMS='%s' LULL_GC_DEBUG='%s'\n", stress_name,
+           stress_seed, threads, stress_seconds, params ? params : "", debug ? debug : "");
+    int rc = lull_init(NULL);
+    if (rc)
+        stress_fail("lull_init: %s", strerror(-rc));
+    lull_set_pause_hook(stress_on_pause, NULL);
+    return !(params && strstr(params, "major=stw"));
+}
+
 static inline const char *stress_env(const char *var)
 {
     const char *v = getenv(var);
