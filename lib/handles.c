@@ -17,7 +17,7 @@
  * handle). Using a handle whose generation no longer matches, or whose
  * slot is free, is detected as misuse.
  *
- * new  claims the first slot at or after the kind's hint whose OCCUPIED
+ * new  claims the first slot at or after the thread's hint (where_to_look) whose OCCUPIED
  *      bit is clear, with a CAS from the free word it read (a failed CAS
  *      tries the next slot), after raising `high` over it; past the last
  *      installed bucket it installs the next one.
@@ -61,7 +61,7 @@
 typedef struct table {
     _Atomic(_Atomic uint64_t *) bucket[NBUCKETS];
     atomic_uint high;            /* one past the highest slot ever claimed */
-    atomic_uint hint;            /* where new looks first */
+    atomic_uint regions;         /* regions handed to threads so far (where_to_look) */
 } table;
 
 /* The four tables (global): memory of buckets installed by any thread,
@@ -89,7 +89,7 @@ void lull_handles_init(void)
         for (unsigned b = 0; b < NBUCKETS; b++)
             atomic_store_explicit(&handles_g[k].bucket[b], NULL, memory_order_relaxed);
         atomic_store_explicit(&handles_g[k].high, 0, memory_order_relaxed);
-        atomic_store_explicit(&handles_g[k].hint, 0, memory_order_relaxed);
+        atomic_store_explicit(&handles_g[k].regions, 0, memory_order_relaxed);
     }
 }
 
@@ -160,6 +160,27 @@ static _Atomic uint64_t *slot_of(const char *fn, lull_handle h, uint64_t *word)
     return s;
 }
 
+/* Where a thread's new starts looking: after the slot it last claimed, or
+ * at the lowest slot it freed since (lull_thread.handle_hint, slot + 1; 0
+ * before its first use). A thread's first use gets a region of its own,
+ * the next of REGIONS regions of REGION slots in turn: threads claim and
+ * free slots in cache lines of their own, so the only shared word their
+ * new and free write is the slot itself (a shared hint written by every
+ * call made four threads slower than one). Free slots behind a thread's
+ * hint that it did not free itself are found by the threads whose
+ * regions they lie in, or by a later thread handed that region again. */
+#define REGION  256u
+#define REGIONS 64u
+
+static uint32_t where_to_look(table *t, lull_thread *self, unsigned kind)
+{
+    uint32_t h = self->handle_hint[kind];
+    if (h)
+        return h - 1;
+    uint32_t r = atomic_fetch_add_explicit(&t->regions, 1, memory_order_relaxed) % REGIONS;
+    return r * REGION;
+}
+
 lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
 {
     check_caller("lull_handle_new");
@@ -167,7 +188,8 @@ lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
         lull_fatal("lull_handle_new", "unknown handle kind %d", (int)kind);
     uint64_t target = target_bits("lull_handle_new", obj);
     table *t = &handles_g[kind];
-    uint32_t idx = atomic_load_explicit(&t->hint, memory_order_relaxed);
+    lull_thread *self = lull_thread_self;
+    uint32_t idx = where_to_look(t, self, kind);
     while (idx < LULL_HANDLE_MAX - 1) {
         uint32_t off, b = bucket_of(idx, &off);
         _Atomic uint64_t *bk = bucket_get(t, b);
@@ -188,7 +210,7 @@ lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
             if (!atomic_compare_exchange_strong_explicit(&bk[off], &w, (w & SLOT_GEN_MASK) | target | SLOT_OCCUPIED,
                                                          memory_order_release, memory_order_relaxed))
                 continue;     /* claimed (or freed and claimed) meanwhile: the next one */
-            atomic_store_explicit(&t->hint, idx + 1, memory_order_relaxed);
+            self->handle_hint[kind] = idx + 2;     /* look after this one next */
             unsigned gen = (unsigned)((w & SLOT_GEN_MASK) >> SLOT_GEN_SHIFT);
             return (lull_handle)(((idx + 1) << H_IDX_SHIFT) | (gen << H_KIND_BITS) | (unsigned)kind);
         }
@@ -245,11 +267,11 @@ void lull_handle_free(lull_handle h)
         if (!(w & SLOT_OCCUPIED))
             lull_fatal("lull_handle_free", "handle %#x was freed twice at once", (unsigned)h);
     }
-    /* Let new look here first (a race only costs a later slot). */
-    table *t = &handles_g[h & 3u];
-    uint32_t idx = (h >> H_IDX_SHIFT) - 1;
-    if (idx < atomic_load_explicit(&t->hint, memory_order_relaxed))
-        atomic_store_explicit(&t->hint, idx, memory_order_relaxed);
+    /* This thread's next new looks here first (where_to_look). */
+    lull_thread *self = lull_thread_self;
+    uint32_t idx = (h >> H_IDX_SHIFT) - 1, cur = self->handle_hint[h & 3u];
+    if (!cur || idx + 1 < cur)
+        self->handle_hint[h & 3u] = idx + 1;
 }
 
 /* ---- the collector's side (world stopped) ---- */

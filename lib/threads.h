@@ -37,6 +37,9 @@ typedef struct lull_thread {
     uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
+    /* handles (handles.c): per kind, the slot + 1 where this thread's next
+     * lull_handle_new looks first; 0 before its first use */
+    uint32_t handle_hint[4];
 } lull_thread;
 
 extern __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));

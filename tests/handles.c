@@ -18,6 +18,8 @@
  *    back, freeing half and allocating again reuses their slots (the
  *    table does not grow), and a freed handle's value comes back with a
  *    new generation;
+ *  - 300 threads in turn make and free one handle each: the table does not
+ *    grow with the threads ever seen (regions are reused);
  *  - four threads create, read, set and free handles at once, while
  *    another collects: every handle reads its own object.
  *
@@ -216,6 +218,10 @@ static void table(void)
     for (uint32_t i = 0; i < MANY; i++)
         CHECK(lull_handle_get(many[i]) == (i % 3 ? (void *)n : NULL), "handle %u did not follow the move", i);
     lull_handle old = many[0];
+    uint32_t top = 0;                  /* the highest slot the table used */
+    for (uint32_t i = 0; i < MANY; i++)
+        if ((many[i] >> 7) - 1 > top)
+            top = (many[i] >> 7) - 1;
     for (uint32_t i = 0; i < MANY; i += 2)
         lull_handle_free(many[i]);
     uint32_t max_index = 0;
@@ -225,17 +231,17 @@ static void table(void)
         if (idx > max_index)
             max_index = idx;
     }
-    CHECK(max_index < MANY, "after freeing half of %u handles, new ones went up to slot %u: freed slots "
-          "are not reused", MANY, max_index);
+    CHECK(max_index <= top, "after freeing half of %u handles (slots up to %u), new ones went up to slot %u: "
+          "freed slots are not reused", MANY, top, max_index);
     bool reused = false;
     for (uint32_t i = 0; i < MANY; i += 2)
         reused |= (many[i] >> 7) == (old >> 7);
-    CHECK(reused, "slot 0 was not reused");
+    CHECK(reused, "the first handle's slot was not reused");
     for (uint32_t i = 0; i < MANY; i += 2)
         CHECK(many[i] != old, "a freed handle's value came back unchanged (no new generation)");
     for (uint32_t i = 0; i < MANY; i++)
         lull_handle_free(many[i]);
-    printf("table: %u handles, half freed and reused below slot %u\n", MANY, MANY);
+    printf("table: %u handles, half freed and reused below slot %u\n", MANY, top + 1);
 }
 
 /* ---- threads ---- */
@@ -291,6 +297,28 @@ static void *collector(void *arg)
     return NULL;
 }
 
+/* Threads come and go, each making and freeing a handle: each starts in a
+ * region of the table of its own (handles.c), but the regions are reused,
+ * so the table does not grow with the number of threads ever seen. */
+static uint32_t churn_max_slot;
+static NOINLINE void churn_one(void)
+{
+    lull_handle h = lull_handle_new(NULL, LULL_HANDLE_WEAK);
+    CHECK(h, "lull_handle_new failed");
+    if ((h >> 7) - 1 > churn_max_slot)
+        churn_max_slot = (h >> 7) - 1;
+    lull_handle_free(h);
+}
+
+static void thread_churn(void)
+{
+    for (int i = 0; i < 300; i++)
+        run_in_fresh_thread(churn_one);
+    CHECK(churn_max_slot < 64 * 256, "300 threads, one handle each at a time, used slots up to %u",
+          churn_max_slot);
+    printf("thread churn: 300 threads, one handle each, slots below %u\n", churn_max_slot + 1);
+}
+
 static void threads(void)
 {
     pthread_t t[THREADS], c;
@@ -321,6 +349,7 @@ int main(int argc, char **argv)
     run_in_fresh_thread(track_minor);
     run_in_fresh_thread(track_major);
     run_in_fresh_thread(table);
+    thread_churn();
     threads();
     lull_shutdown();
     printf("handles: ok (%s)\n", params);
