@@ -37,6 +37,7 @@
 #include "nursery.h"
 #include "policy.h"
 #include "probes.h"
+#include "timeline.h"
 #include "roots.h"
 #include "stats.h"
 #include "stw.h"
@@ -63,6 +64,7 @@ static struct {
     void *pause_hook_data;
     struct heap_shot *shot;        /* lull_heap_shot: count the next synchronous mark */
     struct heap_shot *debug_shot;  /* LULL_GC_DEBUG=heap-shot=FILE: count every major's mark */
+    uint64_t last_live;            /* live bytes the last major found (the timeline's counter) */
 } collect_g = { .gc_lock_once = PTHREAD_ONCE_INIT };
 
 /* lull_set_allow_synchronous_major's switch: read without the lock. */
@@ -284,13 +286,18 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
      * handler with its live stack range recorded, outside any critical
      * region. */
     LULL_PROBE2(collection_begin, ends_major || start ? LULL_GEN_MAJOR : LULL_GEN_NURSERY, reason);
+    uint64_t t_stop = lull_now_ns();
     lull_stw_stop(self);
     LULL_PROBE1(world_stopped, lull_threads_count());
+    uint64_t t_stopped = lull_now_ns();
+    LULL_TL(LULL_TL_STOP_WORLD, t_stop, t_stopped - t_stop, lull_threads_count(), 0, 0, NULL);
 
     /* Minor: empty the nursery into the major heap. */
     uint64_t handed = lull_nursery_handed();
     uint64_t promoted = lull_nursery_collect(!start && !ends_major);
     LULL_PROBE1(minor_end, promoted);
+    uint64_t t_minor = lull_now_ns();
+    LULL_TL(LULL_TL_MINOR, t_stopped, t_minor - t_stopped, promoted, 0, 0, NULL);
 
     uint64_t live = 0;
     if (start) {
@@ -341,6 +348,8 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, major_fate, NULL);
         lull_tracer_release(&tr);
         LULL_PROBE1(mark_end, lull_mark_overflows());
+        uint64_t t_marked = lull_now_ns();
+        LULL_TL(LULL_TL_MARK, t_minor, t_marked - t_minor, lull_mark_overflows(), 0, 0, NULL);
         if (lull_cfg.verify)
             lull_verify_marked();
         if (collect_g.shot && !finish)
@@ -357,17 +366,27 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
             lull_major_sweep_all();   /* freed memory reads as poison at once, not when swept */
         lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
         LULL_PROBE1(sweep_end, live);
+        LULL_TL(LULL_TL_SWEEP, t_marked, lull_now_ns() - t_marked, live, 0, 0, NULL);
 
         lull_policy_after_major(live);
+        collect_g.last_live = live;
     }
     if (!start)
         collect_g.ncollections++;
 
     LULL_PROBE1(restart_begin, collect_g.ncollections);
+    uint64_t t_restart = lull_now_ns();
     lull_stw_restart(self);
     if (!lull_mark_resume_background())
         lull_major_resume_sweep();
     uint64_t pause = lull_now_ns() - t0;
+    LULL_TL(LULL_TL_RESTART, t_restart, t0 + pause - t_restart, 0, 0, 0, NULL);
+    /* The pause as lull_stats and the pause hook see it: same start, same
+     * duration. */
+    LULL_TL(start ? LULL_TL_PAUSE_INITIAL : finish ? LULL_TL_PAUSE_FINAL
+                  : ends_major ? LULL_TL_PAUSE_MAJOR : LULL_TL_PAUSE_MINOR,
+            t0, pause, collect_g.ncollections + (start ? 1 : 0), promoted, live, reason);
+    LULL_TL(LULL_TL_COUNTERS, t0 + pause, 0, lull_heap_bytes_held(), lull_nursery_size(), collect_g.last_live, NULL);
     LULL_PROBE2(pause_end, collect_g.ncollections, pause);
 
     /* The nursery's size for the next minor (policy.c): only a plain

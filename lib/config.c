@@ -154,6 +154,10 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
         if (!strcmp(val, "auto")) c->finalizers = LULL_FINALIZERS_AUTO;
         else if (!strcmp(val, "manual")) c->finalizers = LULL_FINALIZERS_MANUAL;
         else return bad(source, key, val, "expected auto or manual");
+    } else if (!strcmp(key, "trace-file")) {
+        if (!*val || strlen(val) >= sizeof c->trace_file)
+            return bad(source, key, val, "expected a file name (trace-file=PATH), under 512 bytes");
+        strcpy(c->trace_file, val);
     } else if (!strcmp(key, "suspend-signal")) {
         if (parse_signal(val, &c->suspend_signal))
             return bad(source, key, val, "expected a catchable signal number");

@@ -45,6 +45,7 @@ enum lull_major_mode major;
     unsigned mark_delay_us;       /* the background marker sleeps this long every 64 objects */
     bool alloc_slow;              /* every allocation through the slow path (its probes see each one) */
     char heap_shot_file[512];     /* heap-shot=FILE: a per-type snapshot of every major appended; "" = off */
+    char trace_file[512];         /* trace-file=PATH: the timeline (timeline.h); "" = off */
 } lull_config;
 
 /* Fill *cfg with defaults, then apply `params`, then LULL_GC_PARAMS, then

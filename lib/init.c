@@ -19,6 +19,7 @@
 #include "stats.h"
 #include "stw.h"
 #include "threads.h"
+#include "timeline.h"
 #include "workers.h"
 #include "util.h"
 
@@ -71,6 +72,7 @@ static void fork_child(void)
         lull_threads_after_fork_child();
         lull_workers_after_fork_child();
         lull_finalize_after_fork_child();
+        lull_timeline_after_fork_child();
         if (!lull_mark_resume_background())
             lull_major_resume_sweep();
         lull_gc_unlock();
@@ -104,8 +106,15 @@ int lull_init(const char *params)
         pthread_mutex_unlock(&init_g.init_lock);
         return r;
     }
+    /* First, so that the timeline has every pause, and a bad path fails
+     * lull_init before anything else is set up. */
+    if (cfg.trace_file[0] && (r = lull_timeline_start(cfg.trace_file, cfg.mark_workers)) != 0) {
+        pthread_mutex_unlock(&init_g.init_lock);
+        return r;
+    }
     size_t reserve = lull_policy_size_heap(&cfg);
     if (lull_space_init_aligned(reserve, cfg.nursery_size) != 0) {
+        lull_timeline_stop();
         pthread_mutex_unlock(&init_g.init_lock);
         lull_warn("lull_init", "cannot reserve %zu MiB of address space", reserve >> 20);
         return -ENOMEM;
@@ -113,6 +122,7 @@ int lull_init(const char *params)
     r = lull_stw_install(cfg.suspend_signal, cfg.restart_signal);
     if (r) {
         lull_space_fini();
+        lull_timeline_stop();
         pthread_mutex_unlock(&init_g.init_lock);
         lull_warn("lull_init", "cannot install the stop-the-world signal handlers: %s", strerror(-r));
         return r;
@@ -125,6 +135,7 @@ int lull_init(const char *params)
     if (r) {
         lull_stw_uninstall();
         lull_space_fini();
+        lull_timeline_stop();
         pthread_mutex_unlock(&init_g.init_lock);
         lull_warn("lull_init", "cannot set up the %zu KiB nursery", cfg.nursery_size >> 10);
         return -ENOMEM;
@@ -172,6 +183,7 @@ void lull_shutdown(void)
     __atomic_store_n(&lull__barrier.heap_size, 0, __ATOMIC_RELEASE);
     lull_mark_abandon();
     lull_workers_stop();
+    lull_timeline_stop();          /* no collection can run any more */
     lull_stw_uninstall();
     lull_roots_reset();
     lull_handles_fini();

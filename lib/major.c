@@ -23,6 +23,7 @@
 #include "policy.h"
 #include "heap.h"
 #include "probes.h"
+#include "timeline.h"
 #include "util.h"
 #include "workers.h"
 
@@ -319,7 +320,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
 {
     (void)tr;
     (void)arg;
-    uint64_t swept = 0;
+    uint64_t swept = 0, t0 = lull_now_ns();
     LULL_PROBE0(bg_sweep_begin);
     while (!lull_workers_background_stopping()) {
         if (!lull_gc_trylock()) {
@@ -339,6 +340,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
             break;
     }
     LULL_PROBE1(bg_sweep_end, swept);
+    LULL_TL(LULL_TL_BG_SWEEP, t0, lull_now_ns() - t0, swept, 0, 0, NULL);
 }
 
 void lull_major_resume_sweep(void)

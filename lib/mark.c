@@ -13,6 +13,7 @@
 #include "os.h"
 #include "roots.h"
 #include "probes.h"
+#include "timeline.h"
 #include "util.h"
 #include "workers.h"
 
@@ -555,17 +556,20 @@ static void background_job(lull_tracer *tr, void *arg)
     lull_tracer_adopt(tr, mark_g.held);
     mark_g.held = NULL;
     tr->share = false;
+    uint64_t t_run = lull_now_ns();
     /* The passes are counted over the whole mark, not per run of the job:
      * every pause stops the job, and a program whose minors come faster
      * than a pass would otherwise never see its mark end. */
     for (;;) {
         if (!drain_background(tr))
             break;
+        uint64_t t_pass = lull_now_ns();
         size_t found = scan_union(tr);
         if (!lull_workers_background_stopping())
             found += preclean_cards(tr);
         atomic_fetch_add(&mark_g.precleaned, found);
         LULL_PROBE1(preclean_end, found);
+        LULL_TL(LULL_TL_PRECLEAN, t_pass, lull_now_ns() - t_pass, found, 0, 0, NULL);
         if (lull_workers_background_stopping())
             break;
         mark_g.passes++;
@@ -580,6 +584,7 @@ static void background_job(lull_tracer *tr, void *arg)
         }
     }
     mark_g.held = lull_tracer_take(tr);
+    LULL_TL(LULL_TL_CONCURRENT_MARK, t_run, lull_now_ns() - t_run, mark_g.cycle, 0, 0, NULL);
 }
 
 void lull_mark_begin_concurrent(void)

@@ -18,6 +18,7 @@
 #include "threads.h"
 #include "trace.h"
 #include "probes.h"
+#include "timeline.h"
 #include "util.h"
 #include "workers.h"
 
@@ -1082,6 +1083,7 @@ uint64_t lull_nursery_collect(bool may_age)
     cement_new_cycle();
 
     /* 1. Pin (this thread): conservative roots, then the cemented objects. */
+    uint64_t t_pin = lull_now_ns();
     lull_roots_scan_threads(pin_candidates, &tr);
     lull_roots_scan(pin_candidates, NULL, &tr);
     for (unsigned k = 0; k < CEMENT_SLOTS && nursery_g.ncemented; k++)
@@ -1094,6 +1096,7 @@ uint64_t lull_nursery_collect(bool may_age)
     /* 2. Copy from precise roots (this thread), then cards, pinned objects
      * and the copies (every tracer: copy_job). */
     uint64_t t_trace = lull_now_ns();
+    LULL_TL(LULL_TL_MINOR_PIN, t_pin, t_trace - t_pin, nursery_g.npins, 0, 0, NULL);
     lull_roots_scan(NULL, forward_slot, self);
     list_card_work();
     if (nursery_g.parallel) {
@@ -1106,6 +1109,8 @@ uint64_t lull_nursery_collect(bool may_age)
     }
     /* What no grey-stack section could hold (one thread, to the end). */
     drain_rest(self);
+    uint64_t t_weak = lull_now_ns();
+    LULL_TL(LULL_TL_MINOR_COPY, t_trace, t_weak - t_trace, 0, 0, 0, NULL);
     /* Weak references and finalizers (handles.h, finalize.h): WEAK handles
      * to what died are cleared; dead finalizable objects are kept (copied
      * like any survivor, with all they reach) and queued; WEAK_TRACK
@@ -1115,7 +1120,9 @@ uint64_t lull_nursery_collect(bool may_age)
         drain_rest(self);
     lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, minor_fate, NULL);
     lull_tracer_release(&tr);
-    nursery_g.trace_ns = lull_now_ns() - t_trace;
+    uint64_t t_traced = lull_now_ns();
+    LULL_TL(LULL_TL_MINOR_WEAK, t_weak, t_traced - t_weak, 0, 0, 0, NULL);
+    nursery_g.trace_ns = t_traced - t_trace;
     nursery_g.large_freed = lull_los_end_minor(may_age);
     if (nursery_g.large_freed)
         LULL_PROBE1(young_large_freed, nursery_g.large_freed);
@@ -1135,7 +1142,9 @@ uint64_t lull_nursery_collect(bool may_age)
         lull_fatal("lull_collect", "minor collection: more than %zu pinned objects", nursery_g.pins_cap);
 
     /* 4. The nursery: pinned objects stay, the rest is free. */
+    uint64_t t_rebuild = lull_now_ns();
     rebuild();
+    LULL_TL(LULL_TL_MINOR_REBUILD, t_rebuild, lull_now_ns() - t_rebuild, 0, 0, 0, NULL);
     uint64_t promoted = 0, unused = 0;
     for (unsigned i = 0; i < ntracers; i++) {
         promoted += nursery_g.mt[i].promoted;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "timeline.h"
 #include "util.h"
 
 /* The pool. `lock` protects every field but the tracers; a tracer belongs
@@ -40,6 +41,7 @@ static void *worker_main(void *arg)
 {
     unsigned id = (unsigned)(uintptr_t)arg;
     lull_tracer *tr = &workers_g.tracers[id];
+    lull_timeline_set_worker(id);
     pthread_mutex_lock(&workers_g.lock);
     /* Not job_seq as it is now: a job posted between pthread_create and
      * this line would be missed, and its stopper would wait forever. */
@@ -54,7 +56,9 @@ static void *worker_main(void *arg)
             lull_worker_job job = workers_g.job;
             void *jarg = workers_g.arg;
             pthread_mutex_unlock(&workers_g.lock);
+            uint64_t t0 = lull_now_ns();
             job(tr, jarg);
+            LULL_TL(LULL_TL_WORKER_JOB, t0, lull_now_ns() - t0, 0, 0, 0, NULL);
             pthread_mutex_lock(&workers_g.lock);
             if (--workers_g.running == 0)
                 pthread_cond_signal(&workers_g.done);
