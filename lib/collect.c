@@ -304,7 +304,9 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         /* Initial pause of a concurrent major: grey the roots; worker 0
          * marks once the world runs again. */
         lull_policy_note_mark_start();
+        uint64_t t_sweep = lull_now_ns();
         lull_major_sweep_all();
+        LULL_TL(LULL_TL_SWEEP_REST, t_sweep, lull_now_ns() - t_sweep, 0, 0, 0, NULL);
         lull_major_assert_all_swept();
         lull_mark_begin_concurrent();
         LULL_PROBE1(concurrent_mark_begin, lull_mark_cycle());
@@ -327,7 +329,9 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
              * builds); afterwards exactly the objects reachable from
              * stacks, registers and registered roots are marked, the
              * nursery's pinned survivors included. */
+            uint64_t t_sweep = lull_now_ns();
             lull_major_sweep_all();
+            LULL_TL(LULL_TL_SWEEP_REST, t_sweep, lull_now_ns() - t_sweep, 0, 0, 0, NULL);
             lull_major_assert_all_swept();
             lull_mark_assert_all_clear();
             lull_roots_scan_threads(lull_mark_conservative, &tr);

@@ -84,6 +84,7 @@ static const kind_info kinds[LULL_TL_NKINDS] = {
     [LULL_TL_MINOR_REBUILD]  = { "rebuild free space", "phase", 'X', NULL, NULL, NULL },
     [LULL_TL_MARK]           = { "mark", "phase", 'X', "overflows", NULL, NULL },
     [LULL_TL_SWEEP]          = { "sweep", "phase", 'X', "live_bytes", NULL, NULL },
+    [LULL_TL_SWEEP_REST]     = { "finish the last sweep", "phase", 'X', NULL, NULL, NULL },
     [LULL_TL_RESTART]        = { "restart the world", "phase", 'X', NULL, NULL, NULL },
     [LULL_TL_WORKER_JOB]     = { "parallel work", "worker", 'X', NULL, NULL, NULL },
     [LULL_TL_CONCURRENT_MARK] = { "concurrent mark", "background", 'X', "cycle", NULL, NULL },

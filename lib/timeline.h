@@ -50,6 +50,7 @@ enum lull_tl_kind {
     LULL_TL_MINOR_REBUILD,        /* free space between pinned objects */
     LULL_TL_MARK,                 /* a = overflows */
     LULL_TL_SWEEP,                /* a = live bytes */
+    LULL_TL_SWEEP_REST,           /* the last cycle's lazy sweep, finished before a mark */
     LULL_TL_RESTART,
     /* workers (ring 1 + i) */
     LULL_TL_WORKER_JOB,           /* share of a pause's parallel work */
