@@ -263,6 +263,18 @@ static uintptr_t major_fate(uintptr_t obj, void *ctx)
     return lull_is_marked(obj) ? obj : 0;
 }
 
+/* Before a mark, in its pause: what is still unswept (sweep_before_mark
+ * did it already, unless the pause is the second of an allocation's
+ * finish-then-major). */
+static void finish_sweep_in_pause(void)
+{
+    if (!lull_major_sweep_pending())
+        return;
+    uint64_t t = lull_now_ns();
+    lull_major_sweep_all();
+    LULL_TL(LULL_TL_SWEEP_REST, t, lull_now_ns() - t, 0, 0, 0, NULL);
+}
+
 /* One pause (lull_collect_locked). `self` is the calling thread (NULL if
  * it is not attached), its roots already recorded. */
 static __attribute__((noinline)) void collect_pause(int what, const char *reason, lull_thread *self)
@@ -304,9 +316,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         /* Initial pause of a concurrent major: grey the roots; worker 0
          * marks once the world runs again. */
         lull_policy_note_mark_start();
-        uint64_t t_sweep = lull_now_ns();
-        lull_major_sweep_all();
-        LULL_TL(LULL_TL_SWEEP_REST, t_sweep, lull_now_ns() - t_sweep, 0, 0, 0, NULL);
+        finish_sweep_in_pause();
         lull_major_assert_all_swept();
         lull_mark_begin_concurrent();
         LULL_PROBE1(concurrent_mark_begin, lull_mark_cycle());
@@ -329,9 +339,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
              * builds); afterwards exactly the objects reachable from
              * stacks, registers and registered roots are marked, the
              * nursery's pinned survivors included. */
-            uint64_t t_sweep = lull_now_ns();
-            lull_major_sweep_all();
-            LULL_TL(LULL_TL_SWEEP_REST, t_sweep, lull_now_ns() - t_sweep, 0, 0, 0, NULL);
+            finish_sweep_in_pause();
             lull_major_assert_all_swept();
             lull_mark_assert_all_clear();
             lull_roots_scan_threads(lull_mark_conservative, &tr);
@@ -457,6 +465,19 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     }
 }
 
+/* A mark starts on a swept heap. What the last cycle's lazy sweep has not
+ * reached yet is swept here, gc lock held, with the world running (as the
+ * background sweep does), not in the pause: in the game loop's traces this
+ * was most of a 32 ms initial pause (README, the timeline). */
+static void sweep_before_mark(void)
+{
+    if (lull_marking() || !lull_major_sweep_pending())
+        return;
+    uint64_t t = lull_now_ns();
+    lull_major_sweep_all();
+    LULL_TL(LULL_TL_SWEEP_REST, t, lull_now_ns() - t, 0, 0, 0, NULL);
+}
+
 void lull_collect_locked(int what, const char *reason)
 {
     /* This thread's roots are its registers and stack as they are here, on
@@ -484,6 +505,8 @@ void lull_collect_locked(int what, const char *reason)
          * heap, so a whole synchronous major follows. */
         collect_pause(LULL_COLLECT_MAJOR_FINISH, reason, self);
     }
+    if (what == LULL_COLLECT_MAJOR_START || what == LULL_GEN_MAJOR)
+        sweep_before_mark();
     collect_pause(what, reason, self);
     __asm__ __volatile__("" : : "r"(&entry) : "memory");   /* `entry` lives until here */
 }

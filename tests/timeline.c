@@ -8,6 +8,9 @@
  *    exactly once, as a complete event with the same start and duration
  *    (to the nanosecond: timestamps are microseconds with three decimals),
  *    and the same collection number and kind;
+ *  - what the last cycle's lazy sweep left is swept before a mark's pause,
+ *    never inside it (with concurrent-sweep=no, ctest timeline_sweep, there
+ *    is such a sweep to see);
  *  - the workers' work is on their own tracks: events on a thread named
  *    lull-mark/1 (its pause jobs, and with concurrent majors its
  *    concurrent mark);
@@ -214,7 +217,8 @@ static void check_pauses(char *text, unsigned want)
 {
     static struct seen_pause ev[MAX_PAUSES];
     unsigned n = 0;
-    unsigned worker_tid = 0, worker_events = 0, concurrent_marks = 0;
+    unsigned worker_tid = 0, worker_events = 0, concurrent_marks = 0, nsweeps = 0;
+    static uint64_t sweeps[MAX_PAUSES][2];
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (strstr(line, "\"name\":\"thread_name\"") && strstr(line, "\"lull-mark/1\""))
             worker_tid = (unsigned)field_u64(line, "\"tid\":");
@@ -223,6 +227,11 @@ static void check_pauses(char *text, unsigned want)
         if (worker_tid && field_u64(line, "\"tid\":") == worker_tid) {
             worker_events++;
             concurrent_marks += strstr(line, "\"name\":\"concurrent mark\"") != NULL;
+        }
+        if (strstr(line, "\"name\":\"finish the last sweep\"") && nsweeps < MAX_PAUSES) {
+            sweeps[nsweeps][0] = field_us(line, "\"ts\":");
+            sweeps[nsweeps][1] = sweeps[nsweeps][0] + field_us(line, "\"dur\":");
+            nsweeps++;
         }
         if (!strstr(line, "\"cat\":\"pause\""))
             continue;
@@ -254,13 +263,25 @@ static void check_pauses(char *text, unsigned want)
         CHECK(found, "pause %u (collection %" PRIu64 ", start %" PRIu64 " ns) is not in the trace", i, r->collection,
               r->start);
     }
+    /* The sweep a mark needs runs before its pause, with the world running
+     * (collect.c, sweep_before_mark): never inside one. */
+    unsigned inside = 0;
+    for (unsigned k = 0; k < nsweeps; k++)
+        for (unsigned j = 0; j < n; j++)
+            if (sweeps[k][0] >= ev[j].ts && sweeps[k][1] <= ev[j].ts + ev[j].dur)
+                inside++;
+    CHECK(!inside, "%u of %u 'finish the last sweep' phases ran inside a pause", inside, nsweeps);
+    const char *env = getenv("LULL_GC_PARAMS");
+    if (env && strstr(env, "concurrent-sweep=no"))
+        CHECK(nsweeps, "concurrent-sweep=no: no sweep before a mark in the trace");
     CHECK(worker_tid && worker_events, "no events on a lull-mark/1 track (tid %u, %u events)", worker_tid,
           worker_events);
     const char *params = getenv("LULL_GC_PARAMS");
     if (!(params && strstr(params, "major=stw")))
         CHECK(concurrent_marks, "no concurrent mark on the lull-mark/1 track");
     printf("timeline: %u pauses in the trace, each matching the pause hook to the ns; %u events on lull-mark/1 "
-           "(%u concurrent mark runs)\n", n, worker_events, concurrent_marks);
+           "(%u concurrent mark runs); %u sweeps before a mark, none inside a pause\n", n, worker_events,
+           concurrent_marks, nsweeps);
 }
 
 /* ---- the workload ---- */
