@@ -326,15 +326,11 @@ int lull_timeline_start(const char *path, unsigned workers)
     out_printf("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     out_printf("%s{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"lull\"}}", sep());
     out_flush();
-    pthread_cond_init(&tl_g.wake, NULL);
-    {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_destroy(&tl_g.wake);
-        pthread_cond_init(&tl_g.wake, &ca);
-        pthread_condattr_destroy(&ca);
-    }
+    pthread_condattr_t ca;              /* the writer's timed wait is on CLOCK_MONOTONIC */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&tl_g.wake, &ca);  /* destroyed by stop, after the join */
+    pthread_condattr_destroy(&ca);
     /* Never a pause's target: every signal blocked, never attached. */
     sigset_t all, old;
     sigfillset(&all);
@@ -342,6 +338,7 @@ int lull_timeline_start(const char *path, unsigned workers)
     int r = pthread_create(&tl_g.writer, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r != 0) {
+        pthread_cond_destroy(&tl_g.wake);
         close(tl_g.fd);
         tl_g.fd = -1;
         free_rings();
@@ -368,6 +365,7 @@ void lull_timeline_stop(void)
     if (tl_g.writer_started)
         pthread_join(tl_g.writer, NULL);
     tl_g.writer_started = false;
+    pthread_cond_destroy(&tl_g.wake);
     /* The writer is gone: this thread is the rings' only consumer now. An
      * event a producer was putting in just as tracing stopped may be lost. */
     drain();

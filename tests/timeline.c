@@ -14,6 +14,7 @@
  *  - the workers' work is on their own tracks: events on a thread named
  *    lull-mark/1 (its pause jobs, and with concurrent majors its
  *    concurrent mark);
+ *  - lull_init after lull_shutdown traces again, into a complete file;
  *  - a child forked while tracing collects and exits: the parent's file is
  *    not touched by it;
  *  - a program that calls exit() without lull_shutdown still leaves a
@@ -388,6 +389,18 @@ int main(void)
     check_pauses(text, seen);
     free(text);
     unlink(path);
+
+    /* Tracing again after lull_shutdown (the writer and its buffers are
+     * set up anew): a second complete file. */
+    CHECK(lull_init(params) == 0, "lull_init(%s) a second time", params);
+    lull_collect(LULL_GEN_NURSERY);
+    lull_collect(LULL_GEN_MAJOR);
+    lull_shutdown();
+    text = valid_trace(path);
+    CHECK(strstr(text, "\"cat\":\"pause\""), "the second trace has no pause");
+    free(text);
+    unlink(path);
+    printf("timeline: a second lull_init traces again\n");
 
     exit_without_shutdown(exit_path);
     unlink(exit_path);
