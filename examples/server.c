@@ -8,7 +8,8 @@
  *   - the result for the key is looked up in a shared cache that holds
  *     results through WEAK handles: an entry stays while something keeps
  *     its result alive, and vanishes once a collection finds the result
- *     unreachable (the cache never keeps memory the program does not use).
+ *     unreachable (the cache never keeps memory the program does not use);
+ *     no lock: the handles themselves are lock-free.
  *     Each worker keeps its last RECENT results strongly, so the hot keys
  *     survive minors and live in the old generation until a major needs
  *     their memory;
@@ -52,7 +53,6 @@
 #define MAX_THREADS 64
 #define MAX_CONNS   (1u << 16)   /* the "socket" table */
 #define LAT_CAP     (1u << 22)   /* latency samples kept per worker */
-#define SHARDS      64           /* cache locks */
 
 /* ---- heap objects ---- */
 
@@ -96,12 +96,18 @@ static const lull_type recent_type = {
     .name = "recent", .size = sizeof(struct recent), .elem_size = sizeof(void *), .elem_refs = 1,
 };
 
-/* ---- the cache: key -> WEAK handle, sharded locks (the handles need none) ---- */
-
-static struct {
-    pthread_mutex_t lock;
-} shard[SHARDS];
-static lull_handle cache[KEYS];          /* 0: never filled */
+/* ---- the cache: key -> WEAK handle, with no lock ----
+ *
+ * A key's handle is made once (the first thread to install it with a
+ * compare-and-swap wins; a loser frees its own) and never freed while the
+ * workers run: a handle read from the array is always valid. Reading it,
+ * and re-targeting it after a miss, are lull's own lock-free calls (two
+ * workers re-targeting one key at once: the last one stays, either is
+ * right). No mutex is held around lull calls, which also keeps the program
+ * right under ThreadSanitizer: a thread blocked in pthread_mutex_lock on a
+ * lock held by a thread a pause stopped would never stop itself there
+ * (README, Behaviour worth knowing). */
+static _Atomic lull_handle cache[KEYS];  /* 0: never filled */
 
 /* ---- connections: the external resource ---- */
 
@@ -262,11 +268,8 @@ static uint64_t now_ns(void)
 static void serve(struct worker *w, struct conn *c, uint64_t request)
 {
     uint64_t key = key_of(request);
-    pthread_mutex_t *lock = &shard[key % SHARDS].lock;
-    pthread_mutex_lock(lock);
-    lull_handle h = cache[key];
+    lull_handle h = atomic_load_explicit(&cache[key], memory_order_acquire);
     struct result *r = h ? lull_handle_get(h) : NULL;
-    pthread_mutex_unlock(lock);
     uint64_t served = atomic_load_explicit(&w->served, memory_order_relaxed);
     if (r) {
         check_result(r, key, served % 64 == 0);
@@ -276,14 +279,21 @@ static void serve(struct worker *w, struct conn *c, uint64_t request)
         if (h)
             w->cleared++;        /* it was cached once: the collector took it */
         r = handle_miss(key);
-        pthread_mutex_lock(lock);
-        if (cache[key])
-            lull_handle_set(cache[key], r);
-        else if (!(cache[key] = lull_handle_new(r, LULL_HANDLE_WEAK))) {
-            fprintf(stderr, "server: FAIL: lull_handle_new\n");
-            exit(1);
+        if (h) {
+            lull_handle_set(h, r);
+        } else {
+            lull_handle mine = lull_handle_new(r, LULL_HANDLE_WEAK);
+            if (!mine) {
+                fprintf(stderr, "server: FAIL: lull_handle_new\n");
+                exit(1);
+            }
+            lull_handle theirs = 0;
+            if (!atomic_compare_exchange_strong_explicit(&cache[key], &theirs, mine, memory_order_acq_rel,
+                                                         memory_order_acquire)) {
+                lull_handle_free(mine);          /* another worker installed one first */
+                lull_handle_set(theirs, r);
+            }
         }
-        pthread_mutex_unlock(lock);
         w->misses++;
     }
     lull_store(w->recent, &w->recent->r[served % RECENT], r);
@@ -359,8 +369,6 @@ int main(int argc, char **argv)
     /* A server prefers concurrent majors: requests then see only the short
      * initial and final pauses of a mark. */
     lull_set_allow_synchronous_major(false);
-    for (int s = 0; s < SHARDS; s++)
-        pthread_mutex_init(&shard[s].lock, NULL);
 
     for (int t = 0; t < threads; t++) {
         workers[t].lat_ns = malloc(LAT_CAP * sizeof(uint64_t));
@@ -451,8 +459,8 @@ int main(int argc, char **argv)
         free(workers[t].lat_ns);
     }
     for (int k = 0; k < KEYS; k++)
-        if (cache[k])
-            lull_handle_free(cache[k]);
+        if (atomic_load(&cache[k]))
+            lull_handle_free(atomic_load(&cache[k]));
     lull_shutdown();
     return status;
 }
