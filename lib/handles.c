@@ -178,25 +178,24 @@ static uint32_t where_to_look(table *t, lull_thread *self, unsigned kind)
     if (h)
         return h - 1;
     uint32_t r = atomic_fetch_add_explicit(&t->regions, 1, memory_order_relaxed) % REGIONS;
+    self->handle_region[kind] = r + 1;
     return r * REGION;
 }
 
-lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
+/* Claim the first free slot of [from, to) for `target`; 0 if none (or no
+ * memory for a bucket), else the handle. */
+static lull_handle claim_in(table *t, lull_thread *self, unsigned kind, uint64_t target, uint32_t from, uint32_t to)
 {
-    check_caller("lull_handle_new");
-    if ((unsigned)kind > LULL_HANDLE_PINNED)
-        lull_fatal("lull_handle_new", "unknown handle kind %d", (int)kind);
-    uint64_t target = target_bits("lull_handle_new", obj);
-    table *t = &handles_g[kind];
-    lull_thread *self = lull_thread_self;
-    uint32_t idx = where_to_look(t, self, kind);
-    while (idx < LULL_HANDLE_MAX - 1) {
+    if (to > LULL_HANDLE_MAX - 1)
+        to = LULL_HANDLE_MAX - 1;
+    uint32_t idx = from;
+    while (idx < to) {
         uint32_t off, b = bucket_of(idx, &off);
         _Atomic uint64_t *bk = bucket_get(t, b);
         if (!bk)
-            break;
+            return 0;
         uint32_t n = BUCKET0 << b;
-        for (; off < n && idx < LULL_HANDLE_MAX - 1; off++, idx++) {
+        for (; off < n && idx < to; off++, idx++) {
             uint64_t w = atomic_load_explicit(&bk[off], memory_order_relaxed);
             if (w & SLOT_OCCUPIED)
                 continue;
@@ -215,8 +214,36 @@ lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
             return (lull_handle)(((idx + 1) << H_IDX_SHIFT) | (gen << H_KIND_BITS) | (unsigned)kind);
         }
     }
-    errno = ENOMEM;
     return 0;
+}
+
+lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
+{
+    check_caller("lull_handle_new");
+    if ((unsigned)kind > LULL_HANDLE_PINNED)
+        lull_fatal("lull_handle_new", "unknown handle kind %d", (int)kind);
+    uint64_t target = target_bits("lull_handle_new", obj);
+    table *t = &handles_g[kind];
+    lull_thread *self = lull_thread_self;
+    /* From the thread's hint to the end of the part of the table in use
+     * (or of the thread's own region, while the hint is in it); then,
+     * before the table grows past that, from the start: a thread whose
+     * handles other threads free (a producer) comes back to the slots they
+     * freed instead of walking on for ever. Slots past `high` were never
+     * used. */
+    uint32_t start = where_to_look(t, self, kind);
+    uint32_t high = atomic_load_explicit(&t->high, memory_order_relaxed);
+    uint32_t own = (self->handle_region[kind] - 1) * REGION, end = high;
+    if (self->handle_region[kind] && start >= own && start < own + REGION && own + REGION > end)
+        end = own + REGION;
+    lull_handle h = claim_in(t, self, kind, target, start, end);
+    if (!h)
+        h = claim_in(t, self, kind, target, 0, start);
+    if (!h)
+        h = claim_in(t, self, kind, target, end, LULL_HANDLE_MAX - 1);
+    if (!h)
+        errno = ENOMEM;
+    return h;
 }
 
 void *lull_handle_get(lull_handle h)

@@ -20,6 +20,8 @@
  *    new generation;
  *  - 300 threads in turn make and free one handle each: the table does not
  *    grow with the threads ever seen (regions are reused);
+ *  - one thread makes 300,000 handles that another frees: the maker comes
+ *    back to the freed slots (the table does not grow);
  *  - four threads create, read, set and free handles at once, while
  *    another collects: every handle reads its own object.
  *
@@ -319,6 +321,69 @@ static void thread_churn(void)
     printf("thread churn: 300 threads, one handle each, slots below %u\n", churn_max_slot + 1);
 }
 
+/* A producer makes handles that a consumer frees: the producer's next
+ * new must come back to the slots freed behind it rather than walk the
+ * table on for ever (before the fix it reached slot 300,000 here). */
+#define PC_HANDLES 300000u
+#define PC_RING    64u
+static _Atomic lull_handle pc_ring[PC_RING];
+static atomic_uint pc_head, pc_tail;
+static uint32_t pc_max_slot;
+
+static void pc_wait(void)
+{
+    struct timespec ts = { 0, 1000 };
+    nanosleep(&ts, NULL);       /* intercepted: a pause can stop this thread (README, TSan) */
+}
+
+static void *pc_producer(void *arg)
+{
+    (void)arg;
+    CHECK(lull_thread_attach() == 0, "attach");
+    for (uint32_t i = 0; i < PC_HANDLES; i++) {
+        lull_handle h = lull_handle_new(NULL, LULL_HANDLE_PINNED);   /* a kind table() left small */
+        CHECK(h, "lull_handle_new %u failed", i);
+        if ((h >> 7) - 1 > pc_max_slot)
+            pc_max_slot = (h >> 7) - 1;
+        unsigned head = atomic_load(&pc_head);
+        while (head - atomic_load(&pc_tail) == PC_RING)
+            pc_wait();
+        atomic_store(&pc_ring[head % PC_RING], h);
+        atomic_store(&pc_head, head + 1);
+    }
+    lull_thread_detach();
+    return NULL;
+}
+
+static void *pc_consumer(void *arg)
+{
+    (void)arg;
+    CHECK(lull_thread_attach() == 0, "attach");
+    for (uint32_t i = 0; i < PC_HANDLES; i++) {
+        unsigned tail = atomic_load(&pc_tail);
+        while (atomic_load(&pc_head) == tail)
+            pc_wait();
+        lull_handle_free(atomic_load(&pc_ring[tail % PC_RING]));
+        atomic_store(&pc_tail, tail + 1);
+    }
+    lull_thread_detach();
+    return NULL;
+}
+
+static void producer_consumer(void)
+{
+    pthread_t p, c;
+    lull_thread_detach();
+    CHECK(pthread_create(&p, NULL, pc_producer, NULL) == 0 && pthread_create(&c, NULL, pc_consumer, NULL) == 0,
+          "pthread_create");
+    pthread_join(p, NULL);
+    pthread_join(c, NULL);
+    CHECK(lull_thread_attach() == 0, "attach");
+    CHECK(pc_max_slot < 2 * 64 * 256, "%u handles made by one thread and freed by another, at most %u live: slots "
+          "up to %u were used", PC_HANDLES, PC_RING + 1, pc_max_slot);
+    printf("producer/consumer: %u handles, slots below %u\n", PC_HANDLES, pc_max_slot + 1);
+}
+
 static void threads(void)
 {
     pthread_t t[THREADS], c;
@@ -350,6 +415,7 @@ int main(int argc, char **argv)
     run_in_fresh_thread(track_major);
     run_in_fresh_thread(table);
     thread_churn();
+    producer_consumer();
     threads();
     lull_shutdown();
     printf("handles: ok (%s)\n", params);
