@@ -230,15 +230,24 @@ lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind)
      * before the table grows past that, from the start: a thread whose
      * handles other threads free (a producer) comes back to the slots they
      * freed instead of walking on for ever. Slots past `high` were never
-     * used. */
+     * used. A look from the start that finds nothing is not repeated
+     * until the used part has doubled: without that, filling a table
+     * whose slots nobody frees walked all of it on every new (quadratic;
+     * the handles test's table case timed out under ThreadSanitizer).
+     * The walks that fail cost at most twice the table's size in all, and
+     * a thread whose handles others free lets the table grow to at most
+     * twice the slots in use before it looks behind its hint again. */
     uint32_t start = where_to_look(t, self, kind);
     uint32_t high = atomic_load_explicit(&t->high, memory_order_relaxed);
     uint32_t own = (self->handle_region[kind] - 1) * REGION, end = high;
     if (self->handle_region[kind] && start >= own && start < own + REGION && own + REGION > end)
         end = own + REGION;
     lull_handle h = claim_in(t, self, kind, target, start, end);
-    if (!h)
+    if (!h && start && high >= self->handle_rescan[kind]) {
         h = claim_in(t, self, kind, target, 0, start);
+        if (!h)
+            self->handle_rescan[kind] = high > UINT32_MAX / 2 ? UINT32_MAX : 2 * high;
+    }
     if (!h)
         h = claim_in(t, self, kind, target, end, LULL_HANDLE_MAX - 1);
     if (!h)

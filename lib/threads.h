@@ -41,6 +41,7 @@ typedef struct lull_thread {
      * lull_handle_new looks first; 0 before its first use */
     uint32_t handle_hint[4];
     uint32_t handle_region[4];           /* the region handed to it + 1; 0 before its first use */
+    uint32_t handle_rescan[4];           /* no look behind the hint until `high` reaches this */
 } lull_thread;
 
 extern __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
