@@ -427,6 +427,14 @@ static inline bool lull_los_reach(uintptr_t obj)
  * others stay young if `may_age` and they may (above), else become old.
  * Returns the bytes freed. */
 uint64_t lull_los_end_minor(bool may_age);
+/* Bytes of the large objects allocated young since the last minor (gc
+ * lock held): the policy runs a minor when they fill a nursery's worth,
+ * as it does when the nursery fills (a concurrent major's final pause
+ * keeps every young one, mark.h). */
+uint64_t lull_los_young_bytes(void);
+/* The young large objects (at most cap, LULL_LOS_MAX_YOUNG holds them
+ * all) into out; returns how many (gc lock held or world stopped). */
+size_t lull_los_young_list(uintptr_t *out, size_t cap);
 
 /* ---- the whole heap ---- */
 size_t lull_heap_bytes_held(void);

@@ -335,7 +335,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
             lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
             lull_space_release_pending();
         }
-        lull_gc_unlock();
+        lull_gc_unlock_to_waiters();
         if (!more)
             break;
     }

@@ -364,20 +364,65 @@ uintptr_t lull_nursery_find(uintptr_t a, bool interior)
     return r ? find_in(r, a, interior) : 0;
 }
 
+/* The objects of logged range i. */
+static void each_object_in(size_t i, void (*fn)(uintptr_t obj, void *ctx), void *ctx)
+{
+    for (uintptr_t p = nursery_g.log_[i].start; p < nursery_g.log_[i].end;) {
+        uintptr_t h = *(uintptr_t *)p;
+        if (!h) {
+            p += LULL_GRANULE;
+            continue;
+        }
+        size_t sz = walk_size(p, h);
+        fn(p, ctx);
+        p += sz;
+    }
+}
+
+/* The log's order does not matter to a walk (only to lookups), but every
+ * active TLAB's range must end where its thread's allocation does: a
+ * minor sets that first, a concurrent major's pauses with
+ * lull_nursery_sync_tlabs. */
 void lull_nursery_each_object(void (*fn)(uintptr_t obj, void *ctx), void *ctx)
 {
-    LULL_ASSERT(nursery_g.log_sorted);
     for (size_t i = 0; i < nursery_g.log_n; i++)
-        for (uintptr_t p = nursery_g.log_[i].start; p < nursery_g.log_[i].end;) {
-            uintptr_t h = *(uintptr_t *)p;
-            if (!h) {
-                p += LULL_GRANULE;
-                continue;
+        each_object_in(i, fn, ctx);
+}
+
+void lull_nursery_sync_tlabs(void)
+{
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        if (t->tlab_log != NO_LOG)
+            nursery_g.log_[t->tlab_log].end = (uintptr_t)t->tlab->next;
+}
+
+/* A concurrent major's final pause (mark.c): the nursery is a root set.
+ * Each caller claims NURSERY_CLAIM logged ranges at a time through *next
+ * and visits every reference slot of every object in them. The ranges
+ * are TLABs and runs of pinned objects, at most a TLAB long each. */
+#define NURSERY_CLAIM 8u
+size_t lull_nursery_scan_part(atomic_size_t *next, lull_visit_fn visit, void *ctx, uint64_t *bytes)
+{
+    size_t objects = 0, n = nursery_g.log_n;
+    for (;;) {
+        size_t i0 = atomic_fetch_add_explicit(next, NURSERY_CLAIM, memory_order_relaxed);
+        if (i0 >= n)
+            return objects;
+        size_t i1 = i0 + NURSERY_CLAIM < n ? i0 + NURSERY_CLAIM : n;
+        for (size_t i = i0; i < i1; i++)
+            for (uintptr_t p = nursery_g.log_[i].start; p < nursery_g.log_[i].end;) {
+                uintptr_t h = *(uintptr_t *)p;
+                if (!h) {
+                    p += LULL_GRANULE;
+                    continue;
+                }
+                lull_trace_slots(p, visit, ctx);
+                objects++;
+                size_t sz = walk_size(p, h);
+                *bytes += sz;
+                p += sz;
             }
-            size_t sz = walk_size(p, h);
-            fn(p, ctx);
-            p += sz;
-        }
+    }
 }
 
 /* The slots of a large object `obj` that lie in [lo, hi) (one dirty
@@ -764,11 +809,16 @@ static void scan_small_card(minor_tracer *mt, uint32_t bi, uint32_t cls, uintptr
 }
 
 /* Before any copy (one thread): list the blocks whose marked cards must be
- * scanned; clear the cards of every other block. */
+ * scanned; clear the cards of every other block. While a concurrent mark
+ * runs, the stored ones go into the union table first, as scan_card does:
+ * a young large object, whose cards a minor does not scan, may be marked
+ * and scanned already (a conservative root reached it), and check-mod-union
+ * caught a store into one that this clearing hid from the mark. */
 static void list_card_work(void)
 {
     uint8_t *cards = lull_heap_g.cards;
     uint32_t frontier = lull_frontier();
+    bool marking = lull_marking();
     size_t n = 0;
     for (uint32_t bi = 0; bi < frontier; bi++) {
         uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
@@ -787,6 +837,10 @@ static void list_card_work(void)
                 continue;
             }
         }
+        if (marking)
+            for (size_t c = 0; c < CARDS_PER_BLOCK; c++)
+                if (bc[c] == LULL_CARD_STORED)
+                    lull_heap_g.union_cards[(size_t)bi * CARDS_PER_BLOCK + c] = 1;
         memset(bc, 0, CARDS_PER_BLOCK);
     }
     nursery_g.ncwork = n;
@@ -1040,8 +1094,9 @@ static void drain_rest(minor_tracer *self)
 
 /* After the copying (handles.h): where a young object is now, or 0 if it
  * died. A nursery object survived if it was forwarded or pinned; a young
- * large object if the minor reached it (or a mark marked it: it is kept,
- * lull_los_end_minor). Anything else is not this minor's to judge. */
+ * large object if the minor reached it (one it did not reach is garbage
+ * even if a mark marked it: lull_los_end_minor keeps it, emptied, for
+ * that mark's sake). Anything else is not this minor's to judge. */
 static uintptr_t minor_fate(uintptr_t v, void *ctx)
 {
     (void)ctx;
@@ -1052,7 +1107,7 @@ static uintptr_t minor_fate(uintptr_t v, void *ctx)
         return h & LULL_HDR_PINNED ? v : 0;
     }
     if (lull_young_large_at(v) == v && !(__atomic_load_n(&lull_block_of(v)->young, __ATOMIC_RELAXED) & LULL_LARGE_REACHED))
-        return lull_is_marked(v) ? v : 0;
+        return 0;
     return v;
 }
 
@@ -1076,9 +1131,7 @@ uint64_t lull_nursery_collect(bool may_age)
     }
 
     /* The used part of every active TLAB is what its thread allocated. */
-    for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        if (t->tlab_log != NO_LOG)
-            nursery_g.log_[t->tlab_log].end = (uintptr_t)t->tlab->next;
+    lull_nursery_sync_tlabs();
     sort_log();
     cement_new_cycle();
 
@@ -1172,11 +1225,15 @@ static void clear_if_dead(uintptr_t obj, void *ctx)
         *(uint64_t *)ctx += lull_align_up(size, LULL_GRANULE);
 }
 
-uint64_t lull_nursery_after_major(void)
+uint64_t lull_nursery_after_major(bool marked)
 {
     uint64_t live = 0;
-    lull_nursery_each_object(clear_if_dead, &live);
-    lull_mark_clear_blocks(nursery_g.first_block, nursery_g.nblocks);
+    if (marked) {
+        lull_nursery_each_object(clear_if_dead, &live);
+        lull_mark_clear_blocks(nursery_g.first_block, nursery_g.nblocks);
+    }
+    /* The mark re-marked the card of every old slot it found pointing into
+     * the nursery (mark.c: visit), cemented objects' included. */
     memset(nursery_g.cement, 0, CEMENT_SLOTS * sizeof *nursery_g.cement);
     nursery_g.ncemented = 0;
     return live;

@@ -217,19 +217,35 @@ static int while_marking(int otherwise, const char **reason)
 int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **reason)
 {
     switch (ev) {
-    case LULL_POLICY_SLOW_ALLOC:
+    case LULL_POLICY_SLOW_ALLOC: {
+        int what = -1;
         if (lull_marking()) {
             *reason = "";
-            return while_marking(-1, reason);
+            what = while_marking(-1, reason);
+        } else if (major_due()) {
+            *reason = "allowance used up";
+            what = start_major();
         }
-        *reason = "allowance used up";
-        return major_due() ? start_major() : -1;
+        if (what < 0 && lull_los_young_bytes() >= lull_nursery_size()) {
+            /* Large objects are young until a minor judges them (heap.h);
+             * a program that allocates only those would never see one. */
+            *reason = "young large objects";
+            what = LULL_GEN_NURSERY;
+        }
+        return what;
+    }
     case LULL_POLICY_NURSERY_FULL:
+        /* Only a pause with a minor empties the nursery: a minor, or a
+         * synchronous major (major=stw: the minor would promote into a
+         * heap already due for one). A concurrent major's pauses run no
+         * minor (mark.h); the allocation's next decision point starts or
+         * finishes it. */
         *reason = "nursery full";
-        if (lull_marking())
-            return while_marking(LULL_GEN_NURSERY, reason);
-        /* The minor would promote into a heap already due for a major. */
-        return major_due() ? start_major() : LULL_GEN_NURSERY;
+        if (!lull_marking() && major_due() && lull_cfg.major != LULL_MAJOR_CONCURRENT) {
+            *reason = "allowance used up";
+            return LULL_GEN_MAJOR;
+        }
+        return LULL_GEN_NURSERY;
     case LULL_POLICY_OUT_OF_MEMORY:
         /* Synchronous whatever the switch says (API.md): the allocation
          * fails otherwise. A running concurrent mark is finished. */

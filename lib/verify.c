@@ -5,12 +5,23 @@
 #include "util.h"
 
 
+#include "nursery.h"
+
+/* The final pause of a concurrent major kept the nursery and the young
+ * large objects as roots, unmarked (lull_verify_marked). */
+static bool young_roots;
+
+static bool kept_young(uintptr_t v)
+{
+    return young_roots && (lull_in_nursery(v) || lull_young_large_at(v) == v);
+}
+
 /* ctx: the object whose references are checked. */
 static void check_ref(void **slot, void *ctx)
 {
     uintptr_t checking = (uintptr_t)ctx;
     uintptr_t v = (uintptr_t)*slot;
-    if (!v)
+    if (!v || kept_young(v))
         return;
     const char *name = lull_header_type(*(uintptr_t *)checking)->name;
     size_t off = (uintptr_t)slot - checking;
@@ -55,10 +66,23 @@ static void verify_object(uintptr_t obj, void *ctx)
     lull_trace_slots(obj, check_ref, (void *)obj);
 }
 
-void lull_verify_marked(void)
+static void verify_young_root(uintptr_t obj, void *ctx)
 {
+    (void)ctx;
+    lull_trace_slots(obj, check_ref, (void *)obj);
+}
+
+void lull_verify_marked(bool young)
+{
+    static uintptr_t young_large[LULL_LOS_MAX_YOUNG];    /* world stopped */
+    young_roots = young;
     first_free_marked = 0;
     lull_heap_each_marked(false, verify_object, NULL);
+    if (young) {
+        lull_nursery_each_object(verify_young_root, NULL);
+        for (size_t i = 0, n = lull_los_young_list(young_large, LULL_LOS_MAX_YOUNG); i < n; i++)
+            verify_object(young_large[i], NULL);
+    }
     if (first_free_marked)
         lull_fatal("verify", "free slot %p was reached by the marker: a root holds a reference to a freed "
                    "object", (void *)first_free_marked);
