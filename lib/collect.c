@@ -507,14 +507,18 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
                          "pause, %llu nursery and young large objects its roots",
                          synchronous ? "finished early" : "done", (unsigned long long)precleaned,
                          (unsigned long long)final_cards, (unsigned long long)final_young);
+            uint64_t trigger, allowance;
+            lull_policy_pacing(&trigger, &allowance);
             fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s%s\n",
+                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s; the "
+                    "next starts after %.1f MiB of a %.1f MiB allowance%s\n",
                     (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
                     (double)promoted / 1024.0, minor ? (double)lull_nursery_promoted_by_workers() / 1024.0 : 0.0,
                     (double)live / 1048576.0,
                     (double)lull_heap_bytes_held() / 1048576.0, (unsigned long long)marked,
                     (unsigned long long)(marked - by_stopper),
-                    conc, lull_mark_overflows() ? " (mark stack overflowed)" : "");
+                    conc, (double)trigger / 1048576.0, (double)allowance / 1048576.0,
+                    lull_mark_overflows() ? " (mark stack overflowed)" : "");
         } else if (start) {
             fprintf(stderr, "lull: collection %llu (major start, %s): pause %.3f ms (background job stopped in "
                     "%.3f ms), concurrent mark begins\n", (unsigned long long)collect_g.ncollections + 1,
