@@ -218,6 +218,18 @@ static inline bool lull_mark_set_single(uintptr_t obj)
 /* Clear the mark bits of blocks [idx, idx + n). */
 void lull_mark_clear_blocks(uint32_t idx, uint32_t n);
 
+/* Allocate black (mark.h): an object that enters the major heap while a
+ * concurrent mark runs is marked, after its header was published, with
+ * release: a card rescan that finds the bit set (acquire) then reads a
+ * header, never a free-list link. */
+static inline void lull_mark_allocated(uintptr_t obj)
+{
+    if (!lull_marking())
+        return;
+    size_t g = lull_granule_of(obj);
+    __atomic_fetch_or(&lull_heap_g.mark_bits[g >> 6], (uint64_t)1 << (g & 63), __ATOMIC_RELEASE);
+}
+
 /* ---- objects ---- */
 static inline const lull_type *lull_header_type(uintptr_t hdr)
 {

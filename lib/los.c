@@ -145,6 +145,10 @@ uint64_t lull_los_end_minor(bool may_age)
             young_add(i, seen + 1);
         } else {
             __atomic_store_n(&b->young, 0, __ATOMIC_RELAXED);
+            /* Old from here on: black while a mark runs (allocate black,
+             * mark.h), its children greyed as this minor scanned it. */
+            if (reached)
+                lull_mark_allocated(obj);
             /* Kept unreached (a mark runs, or marked it): it is garbage
              * (minor_fate said so to weak handles), kept only because a
              * mark may hold it marked. This minor did not forward its

@@ -145,6 +145,22 @@ void lull_mark_precise_slot(void **slot, void *ctx)
     mark_ref(ctx, (uintptr_t)*slot);
 }
 
+void lull_mark_grey_from_minor(lull_tracer *tr, uintptr_t v)
+{
+    mark_ref(tr, v);
+}
+
+void lull_mark_adopt_from_minor(lull_tracer *tr)
+{
+    lull_grey_section *chain = lull_tracer_take(tr);
+    if (!chain)
+        return;
+    lull_tracer held = { .cur = mark_g.held };
+    lull_tracer_adopt(&held, chain);
+    mark_g.held = lull_tracer_take(&held);
+    /* If the job had said it was done, the final pause drains these. */
+}
+
 /* LULL_GC_DEBUG=plant-mark-fault, to show that verify-parallel catches a
  * lost object: the first slot of the drain that points to an unmarked small
  * object is skipped, so that object (and whatever only it reaches) stays

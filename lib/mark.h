@@ -39,6 +39,14 @@ void lull_mark_assert_all_clear(void);
 /* Blacken until nothing is grey, with every marker (world stopped; tr is
  * the stopping thread's tracer, holding the greyed roots). */
 void lull_mark_drain(lull_tracer *tr);
+/* A minor while a concurrent mark runs (world stopped, the job stopped):
+ * the copies it makes are black (allocate black, below), so it greys
+ * their children in the old generation with grey_from_minor, into a
+ * tracer of its own (tr: one per minor tracer, no sharing), and hands
+ * each such tracer's grey objects to the mark with adopt_from_minor at
+ * its end (one thread). */
+void lull_mark_grey_from_minor(lull_tracer *tr, uintptr_t v);
+void lull_mark_adopt_from_minor(lull_tracer *tr);
 /* After a drain, in the same pause: blacken what was greyed since (the
  * objects kept for their finalizers), with every marker; the counts of
  * the drain go on. */

@@ -65,6 +65,7 @@ typedef struct minor_tracer {
     lull_tracer *tr;
     lull_alloc_caches promo;
     uint64_t promoted;
+    lull_tracer mark_tr;        /* while a concurrent mark runs: what this tracer greys for it */
 } minor_tracer;
 
 /* The nursery's state: one instance (nursery_g), written by the thread
@@ -707,6 +708,10 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v)
             continue;
         }
         __atomic_store_n((uintptr_t *)c, h, __ATOMIC_RELEASE);
+        /* Allocate black while a concurrent mark runs (mark.h): its
+         * children in the old generation are greyed when this minor
+         * scans it (forward_black_slot). */
+        lull_mark_allocated(c);
         mt->promoted += size;
         LULL_PROBE4(object_promoted, v, c, size, LULL_PROBE_TYPE_NAME(lull_header_type(h)));
         if (refs)
@@ -729,6 +734,12 @@ static void forward_slot(void **slotp, void *ctx)
 /* A slot in the major heap or a large object. Two tracers may visit one
  * at once (a copy scanned both from its grey entry and from a dirty card
  * of its block); both store the same value. */
+/* A slot in the major heap or a large object. Two tracers may visit one
+ * at once (a copy scanned both from its grey entry and from a dirty card
+ * of its block); both store the same value. A concurrent mark needs no
+ * record of this slot: the copy it now points to is black, and a young
+ * large object is either made old and black by this minor or stays the
+ * nursery's, a root of the final pause (mark.h). */
 static void forward_old_slot(void **slotp, void *ctx)
 {
     uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_RELAXED);
@@ -739,29 +750,32 @@ static void forward_old_slot(void **slotp, void *ctx)
         reach_large(((minor_tracer *)ctx)->tr, large);
         /* The object may stay young: remember this old slot (heap.h). */
         set_card(slot);
-        /* A concurrent mark skipped the young object (mark.c) and may have
-         * precleaned this slot's card meanwhile: as for a copy below, the
-         * mark must visit this slot again. */
-        if (lull_marking())
-            __atomic_store_n(&lull_heap_g.union_cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT], 1,
-                             __ATOMIC_RELAXED);
         return;
     }
     uintptr_t n = forward(ctx, v);
     __atomic_store_n(slot, n, __ATOMIC_RELAXED);
     if (lull_in_nursery(n))
         old_slot_to_young(slot, n);
-    else if (lull_marking())
-        /* A store into an old object, as far as a concurrent mark is
-         * concerned: the copy is white (mark.h), so this slot must be
-         * rescanned if its object is marked. */
-        __atomic_store_n(&lull_heap_g.union_cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT], 1,
-                         __ATOMIC_RELAXED);
+}
+
+/* While a concurrent mark runs, a slot of a black object this minor scans
+ * whole (a copy, or a young large object it reached, which becomes black
+ * when it turns old): forwarded, then what it leads to in the old
+ * generation is greyed for the mark (nursery and young large objects are
+ * ignored there, mark.h). */
+static void forward_black_slot(void **slotp, void *ctx)
+{
+    minor_tracer *mt = ctx;
+    forward_old_slot(slotp, ctx);
+    uintptr_t v = __atomic_load_n((uintptr_t *)slotp, __ATOMIC_RELAXED);
+    if (v && !lull_in_nursery(v))
+        lull_mark_grey_from_minor(&mt->mark_tr, v);
 }
 
 static void scan_gray(minor_tracer *mt, uintptr_t obj)
 {
-    lull_trace_slots(obj, lull_in_nursery(obj) ? forward_slot : forward_old_slot, mt);
+    lull_trace_slots(obj, lull_in_nursery(obj) ? forward_slot : lull_marking() ? forward_black_slot : forward_old_slot,
+                     mt);
 }
 
 static void drain_local(lull_tracer *tr, void *arg)
@@ -1202,6 +1216,7 @@ uint64_t lull_nursery_collect(bool may_age)
     for (unsigned i = 0; i < ntracers; i++) {
         promoted += nursery_g.mt[i].promoted;
         unused += lull_major_drop_caches(&nursery_g.mt[i].promo);
+        lull_mark_adopt_from_minor(&nursery_g.mt[i].mark_tr);
     }
     nursery_g.promoted_by_workers = promoted - self->promoted;
     nursery_g.handed = 0;
