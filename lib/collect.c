@@ -77,7 +77,7 @@ static void gc_lock_init(void)
         lull_fatal("lull_init", "sem_init failed");
 }
 
-/* Threads waiting in lull_gc_lock (lull_gc_unlock_to_waiters). */
+/* Threads waiting in lull_gc_lock (lull_gc_trylock_after_waiters). */
 static atomic_int gc_lock_waiters;
 
 void lull_gc_lock(void)
@@ -109,17 +109,17 @@ bool lull_gc_trylock(void)
 
 /* A semaphore is not fair: the preclean, taking the lock again a few
  * microseconds after each release, kept a game's thread from refilling
- * its TLAB for 46 ms. So a background job, having released the lock,
- * lets the threads that waited for it have it first (for at most a
- * millisecond: a waiter that is slow to wake does not stall the job). */
-void lull_gc_unlock_to_waiters(void)
+ * its TLAB for 46 ms. So a background job lets the threads that wait for
+ * the lock have it before it takes it again (for at most 100 us: a
+ * waiter that is slow to be scheduled does not stall the job). */
+bool lull_gc_trylock_after_waiters(void)
 {
-    lull_gc_unlock();
-    if (!atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed))
-        return;
-    uint64_t t0 = lull_now_ns();
-    while (atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed) && lull_now_ns() - t0 < 1000000)
-        sched_yield();
+    if (atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed)) {
+        uint64_t t0 = lull_now_ns();
+        while (atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed) && lull_now_ns() - t0 < 100000)
+            sched_yield();
+    }
+    return lull_gc_trylock();
 }
 
 void lull_gc_unlock(void)

@@ -21,9 +21,9 @@ void lull_gc_lock(void);
 void lull_gc_unlock(void);
 /* Take it if free (a collector thread that must not wait for it). */
 bool lull_gc_trylock(void);
-/* Release it, and let the threads that wait for it have it before this
- * one goes on (a background job that takes it again and again). */
-void lull_gc_unlock_to_waiters(void);
+/* The same, for a background job that takes it again and again: the
+ * threads waiting for it have it first. */
+bool lull_gc_trylock_after_waiters(void);
 /* In the child of fork() (the forking thread holds the lock): forget the
  * parent's waiters. */
 void lull_gc_lock_after_fork_child(void);

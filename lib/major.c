@@ -323,7 +323,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
     uint64_t swept = 0, t0 = lull_now_ns();
     LULL_PROBE0(bg_sweep_begin);
     while (!lull_workers_background_stopping()) {
-        if (!lull_gc_trylock()) {
+        if (!lull_gc_trylock_after_waiters()) {
             usleep(50);
             continue;
         }
@@ -335,7 +335,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
             lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
             lull_space_release_pending();
         }
-        lull_gc_unlock_to_waiters();
+        lull_gc_unlock();
         if (!more)
             break;
     }

@@ -502,7 +502,7 @@ static void final_roots_begin(void)
  * loop's minors come every few ms, and a pass that began again from block
  * 0 after each never reached the end of a 700 MB heap, so its mark never
  * ended (the heap grew to 4 GB with synchronous majors off). */
-#define PRECLEAN_CARDS 256u
+#define PRECLEAN_CARDS 1024u
 static bool preclean_step(lull_tracer *tr)
 {
     uint8_t *cards = lull_heap_g.cards, *u = lull_heap_g.union_cards;
@@ -540,7 +540,7 @@ static bool preclean_step(lull_tracer *tr)
         }
         bool complete = bi >= frontier;
         if (n) {
-            while (!lull_gc_trylock()) {
+            while (!lull_gc_trylock_after_waiters()) {
                 if (lull_workers_background_stopping()) {
                     for (size_t k = 0; k < n; k++)
                         u[(size_t)cbi[k] * CARDS_PER_BLOCK + cc[k]] = 1;
@@ -552,7 +552,7 @@ static bool preclean_step(lull_tracer *tr)
             for (size_t k = 0; k < n; k++)
                 pipe_push(tr, &p, cbi[k], cc[k]);
             pipe_flush(tr, &p);     /* before the gc lock goes: descriptors may change after */
-            lull_gc_unlock_to_waiters();
+            lull_gc_unlock();
         }
         mark_g.pass_block = bi;
         mark_g.pass_found += n;
@@ -635,8 +635,8 @@ static bool drain_background(lull_tracer *tr)
  * The passes are counted over the whole mark, not per run of the job:
  * every pause stops the job. */
 #define PRECLEAN_ENOUGH 4096u   /* dirty cards the final pause rescans in well under a ms */
-#define PRECLEAN_SETTLE 4u
-#define PRECLEAN_MAX    16u
+#define PRECLEAN_SETTLE 6u
+#define PRECLEAN_MAX    24u
 static void background_job(lull_tracer *tr, void *arg)
 {
     (void)arg;
@@ -664,7 +664,7 @@ static void background_job(lull_tracer *tr, void *arg)
         LULL_PROBE1(preclean_end, found);
         mark_g.passes++;
         bool done = found <= PRECLEAN_ENOUGH || mark_g.passes >= PRECLEAN_MAX ||
-                    (mark_g.passes >= PRECLEAN_SETTLE && found > mark_g.last_found - mark_g.last_found / 8);
+                    (mark_g.passes >= PRECLEAN_SETTLE && found >= mark_g.last_found);
         mark_g.last_found = found;
         if (done) {
             if (!drain_background(tr))
