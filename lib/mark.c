@@ -563,37 +563,47 @@ static bool preclean_step(lull_tracer *tr)
 
 /* Drain while the world runs; false: asked to stop (the grey objects left
  * stay on tr's stack). LULL_GC_DEBUG=mark-delay=N sleeps N us after every
- * POLL_EVERY objects, to stretch a mark over many minors. */
+ * POLL_EVERY objects and every slice of a large object, to stretch a mark
+ * over many minors. */
 /* A large object is scanned SLICE_BYTES at a time, the stop flag read
  * between slices: one whole scan of the game loop's 8 MB world array held
  * up the pauses that stopped the job by 7-10 ms. Stopped in the middle,
  * the object goes back on the grey stack with where to go on recorded; the
  * final pause, which adopts the stack, scans it whole (again: harmless). */
 #define SLICE_BYTES ((uintptr_t)64 << 10)
-static bool scan_sliced(lull_tracer *tr, uintptr_t obj)
+enum { SLICE_NOT, SLICE_DONE, SLICE_STOPPED };
+static int scan_sliced(lull_tracer *tr, uintptr_t obj)
 {
     const lull_block *b = lull_block_of(obj);
     if (b->state != LULL_BLOCK_LARGE_HEAD || b->large_size <= SLICE_BYTES)
-        return false;
+        return SLICE_NOT;
     uintptr_t end = obj + b->large_size, lo = obj;
-    if (mark_g.partial_obj == obj)
+    if (mark_g.partial_obj == obj) {
         lo = mark_g.partial_from;
-    mark_g.partial_obj = 0;
+        mark_g.partial_obj = 0;
+    }
     while (lo < end) {
         uintptr_t hi = end - lo > SLICE_BYTES ? lo + SLICE_BYTES : end;
         if (!lull_trace_slots_in(obj, lo, hi, visit, tr))
-            return false;         /* a trace function: only whole (lo is obj here) */
+            return SLICE_NOT;     /* a trace function: only whole (lo is obj here) */
         lo = hi;
+        if (lo < end && lull_cfg.mark_delay_us)
+            usleep((useconds_t)lull_cfg.mark_delay_us);
         if (lo < end && lull_workers_background_stopping()) {
+            /* One object is remembered: another one stopped in the middle
+             * later is scanned whole when its turn comes. */
             mark_g.partial_obj = obj;
             mark_g.partial_from = lo;
             lull_tracer_push(tr, obj);
-            return true;
+            return SLICE_STOPPED;
         }
     }
-    return true;
+    return SLICE_DONE;
 }
 
+/* Grey objects a minor adds to the held stack (allocate black) may lie on
+ * top of the one the job stopped in the middle of: that one is found when
+ * its turn comes, not necessarily first. */
 static bool drain_background(lull_tracer *tr)
 {
     uintptr_t obj;
@@ -603,9 +613,10 @@ static bool drain_background(lull_tracer *tr)
     while (lull_tracer_pop(tr, &obj)) {
         if (mark_g.partial_obj != obj)
             tr->scanned++;
-        if (!scan_sliced(tr, obj))
+        int sliced = scan_sliced(tr, obj);
+        if (sliced == SLICE_NOT)
             scan_object(tr, obj);
-        if (mark_g.partial_obj) {
+        else if (sliced == SLICE_STOPPED) {
             go = false;          /* stopped in the middle of obj */
             break;
         }
