@@ -50,8 +50,12 @@ _Static_assert((LULL_BLOCK_SIZE >> LULL_GRANULE_SHIFT) % 64 == 0,
 _Static_assert(LULL_BLOCK_SIZE % ((size_t)1 << LULL__CARD_SHIFT) == 0, "blocks hold whole cards");
 _Static_assert(LULL_MAX_SMALL <= LULL_BLOCK_SIZE / 2, "a small-object block holds at least two slots");
 
-/* Header word 0: the type pointer; low bits are reserved for the collector. */
+/* Header word 0: the type pointer; low bits are reserved for the collector.
+ * FORWARDED (1) and PINNED (2) (nursery.h) are set during a minor on nursery
+ * objects, and are gone when it ends. NOMOVE (4) is set for good on an
+ * object of lull_alloc_pinned: no collection may move it (alloc.c). */
 #define LULL_HDR_TAG_MASK  ((uintptr_t)7)
+#define LULL_HDR_NOMOVE    ((uintptr_t)4)
 
 enum lull_block_state {
     LULL_BLOCK_UNUSED = 0,

@@ -41,7 +41,9 @@ static void verify_object(uintptr_t obj, void *ctx)
         return;
     }
     size_t room = lull_object_footprint(obj);
-    if ((uintptr_t)t % sizeof(void *) || (hdr & LULL_HDR_TAG_MASK))
+    /* NOMOVE, of lull_alloc_pinned, is the one tag an object keeps after a
+     * collection. */
+    if ((uintptr_t)t % sizeof(void *) || (hdr & LULL_HDR_TAG_MASK & ~LULL_HDR_NOMOVE))
         lull_fatal("verify", "object %p: corrupt header %p", (void *)obj, (void *)hdr);
     if (t->size < sizeof(lull_header) || t->size > room)
         lull_fatal("verify", "object %p: type %p claims size %zu in a %zu-byte slot",
