@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define LULL_DEFAULT_PAUSE_TARGET_NS ((uint64_t)5000000)
+#define LULL_DEFAULT_EVACUATION_THRESHOLD 66u   /* SGen's */
 
 enum lull_major_mode { LULL_MAJOR_CONCURRENT, LULL_MAJOR_STW };
 enum lull_finalizer_mode { LULL_FINALIZERS_AUTO, LULL_FINALIZERS_MANUAL };
@@ -26,6 +27,8 @@ enum lull_major_mode major;
     bool allow_synchronous_major;
     uint64_t pause_target_ns;     /* what minors aim at (policy.c sizes the nursery) */
     enum lull_finalizer_mode finalizers;
+    unsigned evacuation_threshold; /* percent: a synchronous major evacuates classes occupied
+                                      less than this (major.c); 0: never */
     int suspend_signal;
     int restart_signal;
     /* LULL_GC_DEBUG */
