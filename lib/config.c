@@ -186,6 +186,8 @@ static int apply_debug(lull_config *c, const char *source, const char *key, cons
     else if (!strcmp(key, "clear-nursery") && !val) c->clear_nursery = true;
     else if (!strcmp(key, "verify-parallel") && !val) c->verify_parallel = true;
     else if (!strcmp(key, "plant-mark-fault") && !val) c->plant_mark_fault = true;
+    else if (!strcmp(key, "plant-evac-fault") && val && !strcmp(val, "slot")) c->plant_evac_fault = LULL_PLANT_SLOT;
+    else if (!strcmp(key, "plant-evac-fault") && val && !strcmp(val, "root")) c->plant_evac_fault = LULL_PLANT_ROOT;
     else if (!strcmp(key, "verify-concurrent") && !val) c->verify_concurrent = true;
     else if (!strcmp(key, "check-mod-union") && !val) c->check_mod_union = true;
     else if (!strcmp(key, "alloc-slow") && !val) c->alloc_slow = true;

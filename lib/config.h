@@ -43,6 +43,9 @@ enum lull_major_mode major;
     bool clear_nursery;           /* after each minor: poison the nursery's free fragments */
     bool verify_parallel;         /* after each parallel mark: re-mark serially and compare */
     bool plant_mark_fault;        /* testing verify-parallel: each parallel mark loses an object */
+    enum { LULL_PLANT_NONE, LULL_PLANT_SLOT, LULL_PLANT_ROOT }
+        plant_evac_fault;         /* testing verify: an evacuating mark leaves one heap slot, or one
+                                     root, at the old copy */
     bool verify_concurrent;       /* final pause: re-mark from the roots, every reachable object marked */
     bool check_mod_union;         /* final pause: marked -> unmarked references lie on dirty cards */
     unsigned mark_delay_us;       /* the background marker sleeps this long every 64 objects */

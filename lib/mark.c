@@ -26,6 +26,7 @@ static struct {
     atomic_uint_fast64_t scanned;        /* objects blackened in the last drain */
     uint64_t scanned_by_stopper;
     uint64_t *shadow_roots, *shadow_parallel;   /* verify-parallel bitmaps */
+    size_t shadow_words;        /* words saved in shadow_roots (the frontier then) */
     bool plant;                 /* plant-mark-fault: this drain loses an object */
     atomic_bool planted;        /* ...and has done so */
     size_t shadow_bytes;
@@ -50,11 +51,12 @@ static struct {
      * figures are written by the stopping thread between drains; each
      * marker counts its copies in its own entry (by tracer id), summed
      * after the drains; `evac_kept` is set by any marker. */
-    enum { EVAC_OFF, EVAC_COPY } evac;
+    enum { EVAC_OFF, EVAC_COPY, EVAC_CHECK } evac;
     unsigned evac_classes;
     uint32_t evac_blocks;
     uint64_t evac_objects[LULL_MAX_WORKERS + 1], evac_bytes[LULL_MAX_WORKERS + 1];
     atomic_bool evac_kept;      /* an object stayed for want of a slot (PINNED in its header) */
+    atomic_bool evac_planted;   /* plant-evac-fault: a slot was left at an old copy */
 } mark_g;
 
 bool lull_marking_g;
@@ -137,7 +139,10 @@ static inline uintptr_t mark_ref(lull_tracer *tr, uintptr_t v)
  * only the marker that scans the slot's object writes it (two that rescan
  * one object after an overflow write the same value), with the world
  * stopped. A copy's own slots are visited like any object's (the copy is
- * scanned, never its original), so their cards are marked here too. */
+ * scanned, never its original), so their cards are marked here too.
+ * LULL_GC_DEBUG=plant-evac-fault=slot leaves the first slot to update at
+ * the old copy, so that verify and verify-parallel have a stale slot to
+ * catch (=root: the first root's slot, lull_mark_precise_slot). */
 static void visit(void **slotp, void *ctx)
 {
     uintptr_t *slot = (uintptr_t *)slotp;
@@ -145,16 +150,21 @@ static void visit(void **slotp, void *ctx)
     if (lull_in_nursery(v) && !lull_in_nursery((uintptr_t)slot))
         lull_card_set_young(&lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT]);
     uintptr_t now = mark_ref(ctx, v);
-    if (LULL_UNLIKELY(now != v))
+    if (LULL_UNLIKELY(now != v)) {
+        if (LULL_UNLIKELY(lull_cfg.plant_evac_fault == LULL_PLANT_SLOT) && !atomic_exchange(&mark_g.evac_planted, true))
+            return;
         __atomic_store_n(slot, now, __ATOMIC_RELAXED);
+    }
 }
 
 /* A root's slot (world stopped, the stopping thread only). */
 void lull_mark_precise_slot(void **slot, void *ctx)
 {
     uintptr_t v = (uintptr_t)*slot, now = mark_ref(ctx, v);
-    if (now != v)
-        *slot = (void *)now;
+    if (now == v ||
+        (LULL_UNLIKELY(lull_cfg.plant_evac_fault == LULL_PLANT_ROOT) && !atomic_exchange(&mark_g.evac_planted, true)))
+        return;
+    *slot = (void *)now;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -180,8 +190,14 @@ static uintptr_t evacuate(lull_tracer *tr, uintptr_t v, const lull_block *b)
     uintptr_t *hp = (uintptr_t *)v;
     uintptr_t h = __atomic_load_n(hp, __ATOMIC_ACQUIRE);
     for (;;) {
-        if (h & LULL_HDR_FORWARDED)
-            return h & ~LULL_HDR_TAG_MASK;
+        if (h & LULL_HDR_FORWARDED) {
+            uintptr_t copy = h & ~LULL_HDR_TAG_MASK;
+            if (LULL_UNLIKELY(mark_g.evac == EVAC_CHECK))
+                lull_fatal("verify-parallel", "a reference to %p was left pointing at the old place of an "
+                           "object the parallel mark moved to %p: the program would read freed memory",
+                           (void *)v, (void *)copy);
+            return copy;
+        }
         /* A typeless word is a free slot a dangling reference led to: marked
          * in place as before evacuation, so that verify names it. */
         if (!h || (h & (LULL_HDR_PINNED | LULL_HDR_NOMOVE)) || mark_g.evac != EVAC_COPY || lull_is_marked(v)) {
@@ -231,6 +247,7 @@ void lull_mark_begin_evacuation(void)
     memset(mark_g.evac_objects, 0, sizeof mark_g.evac_objects);
     memset(mark_g.evac_bytes, 0, sizeof mark_g.evac_bytes);
     atomic_store(&mark_g.evac_kept, false);
+    atomic_store(&mark_g.evac_planted, false);
 }
 
 /* The objects claimed in place for want of a slot lose their PINNED tag. */
@@ -864,7 +881,8 @@ void lull_mark_assert_all_clear(void)
 
 void lull_mark_verify_parallel_save(void)
 {
-    memcpy(mark_g.shadow_roots, lull_heap_g.mark_bits, bitmap_words() * sizeof(uint64_t));
+    mark_g.shadow_words = bitmap_words();
+    memcpy(mark_g.shadow_roots, lull_heap_g.mark_bits, mark_g.shadow_words * sizeof(uint64_t));
 }
 
 static void push_marked(uintptr_t obj, void *ctx)
@@ -878,11 +896,21 @@ void lull_mark_verify_parallel_check(lull_tracer *tr)
     uint64_t *bits = lull_heap_g.mark_bits;
     memcpy(mark_g.shadow_parallel, bits, n * sizeof(uint64_t));
     /* The serial mark from the same roots: the objects the roots marked are
-     * grey again, everything else white. */
-    memcpy(bits, mark_g.shadow_roots, n * sizeof(uint64_t));
+     * grey again, everything else white. Blocks an evacuating drain took
+     * for its copies lie beyond the saved frontier: nothing of theirs was
+     * marked by the roots. */
+    memcpy(bits, mark_g.shadow_roots, mark_g.shadow_words * sizeof(uint64_t));
+    memset(bits + mark_g.shadow_words, 0, (n - mark_g.shadow_words) * sizeof(uint64_t));
     lull_heap_each_marked(true, push_marked, tr);
     mark_g.plant = false;
+    /* After an evacuating drain the re-mark follows the slots as the
+     * parallel mark left them, copying nothing: a slot still at an old
+     * copy is reported (evacuate). */
+    int evac = mark_g.evac;
+    if (evac != EVAC_OFF)
+        mark_g.evac = EVAC_CHECK;
     drain(tr, false);
+    mark_g.evac = evac;
     for (size_t i = 0; i < n; i++) {
         uint64_t d = bits[i] ^ mark_g.shadow_parallel[i];
         if (!d)

@@ -145,7 +145,9 @@ void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards);
 /* LULL_GC_DEBUG=verify-parallel (world stopped). Call save before the
  * drain, after the roots are greyed; check after the parallel drain: it
  * re-marks serially from the saved root marks into the bitmap and aborts
- * with the first object the two marks disagree on. */
+ * with the first object the two marks disagree on. After an evacuating
+ * drain the re-mark copies nothing: it follows the slots as they were
+ * left, and aborts at one still naming an evacuated original. */
 void lull_mark_verify_parallel_save(void);
 void lull_mark_verify_parallel_check(lull_tracer *tr);
 

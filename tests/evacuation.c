@@ -30,8 +30,20 @@
  *
  * With evacuation-threshold=0 in the params (argv[1]) nothing may move,
  * nothing is counted, and the heap keeps its blocks.
+ *
+ * `evacuation --faults` runs this program again as a child (fresh stack)
+ * with LULL_GC_DEBUG=plant-evac-fault=slot, which leaves the first heap
+ * slot the evacuating mark should update at the old copy (=root: the first
+ * root), plus the check that must catch it; the child must die of SIGABRT
+ * with the check's line:
+ *   slot, verify            "object ... the old place of an object this major moved ..."
+ *   root, verify            "a precise root ... the old place of an object this major moved ..."
+ *   slot, verify-parallel   "... left pointing at the old place of an object ..."
  */
 #include "check.h"
+
+#include <signal.h>
+#include <sys/wait.h>
 
 #define N_ITEMS  40000
 #define N_BLOBS  40000
@@ -90,6 +102,7 @@ static lull_handle normal_h[NHANDLES], weak_live[NHANDLES], weak_dead[NHANDLES],
 
 static uintptr_t *before;                 /* addresses after the first major, by kind and index */
 static bool expect_off;
+static const char *fault_check;           /* a child planting a fault: the check that must catch it */
 
 static uint64_t sum_of(uint64_t kind, uint64_t id)
 {
@@ -397,6 +410,8 @@ static void scenario(void)
     drop_d();
 
     collect_major();
+    if (fault_check)
+        return;                       /* the check should have aborted */
     lull_stats s2 = get_stats();
     check_all("after the evacuating major");
     check_moves();
@@ -430,17 +445,71 @@ static void scenario(void)
     CHECK((uintptr_t)cons == before[CONS_IDX], "the item on the stack moved later");
 }
 
+/* ---- the planted faults ---- */
+
+/* The child must abort, its stderr holding `expect` and then `expect2`. */
+static void run_fault(const char *self, const char *where, const char *check, const char *expect, const char *expect2)
+{
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe");
+    fflush(stdout);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        execl(self, self, "--child", where, check, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char buf[8192];
+    size_t len = 0;
+    ssize_t r;
+    while (len + 1 < sizeof buf && (r = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = 0;
+    close(fds[0]);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "plant-evac-fault=%s with %s: the child did not abort "
+          "(status %#x); its stderr:\n%s", where, check, st, buf);
+    const char *at = strstr(buf, expect);
+    CHECK(at && strstr(at, expect2), "plant-evac-fault=%s with %s: expected '%s ... %s' on stderr, got:\n%s", where,
+          check, expect, expect2, buf);
+    printf("evacuation: plant-evac-fault=%s caught by %s\n", where, check);
+}
+
 int main(int argc, char **argv)
 {
     char params[256] = "major=stw,finalizers=manual";
-    if (argc == 2)
+    if (argc == 4 && !strcmp(argv[1], "--child")) {
+        /* A planted fault: the check named must abort the second major. */
+        fault_check = argv[3];
+        char dbg[64];
+        snprintf(dbg, sizeof dbg, "plant-evac-fault=%s,%s", argv[2], fault_check);
+        CHECK(setenv("LULL_GC_DEBUG", dbg, 1) == 0, "setenv");
+        strcat(params, ",mark-workers=2");
+    } else if (argc == 2 && !strcmp(argv[1], "--faults")) {
+        const char *moved = ", the old place of an object this major moved to ";
+        run_fault(argv[0], "slot", "verify", "lull: verify: object ", moved);
+        run_fault(argv[0], "root", "verify", "lull: verify: a precise root (registered, a NORMAL handle, or a "
+                  "queued finalizer) points to ", moved);
+        run_fault(argv[0], "slot", "verify-parallel", "lull: verify-parallel: a reference to ",
+                  " was left pointing at the old place of an object the parallel mark moved to ");
+        return 0;
+    } else if (argc == 2) {
         snprintf(params + strlen(params), sizeof params - strlen(params), ",%s", argv[1]);
+    }
     expect_off = strstr(params, "evacuation-threshold=0") != NULL;
     CHECK(lull_init(params) == 0, "lull_init(%s) failed", params);
     CHECK(lull_root_add_refs((void **)roots, NROOTS) == 0, "lull_root_add_refs failed");
     before = calloc(4 * N_ITEMS + 2, sizeof *before);
     CHECK(before != NULL, "calloc");
     run_in_fresh_thread(scenario);
+    if (fault_check) {
+        fprintf(stderr, "evacuation: %s did not catch the planted fault\n", fault_check);
+        return 1;
+    }
     lull_root_remove(range);
     lull_root_remove((void *)roots);
     lull_shutdown();
