@@ -28,6 +28,7 @@
  * marked there, or all its slots once its free list has gone to a cache
  * since (an upper bound). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -65,6 +66,9 @@ static struct {
 static struct {
     pthread_mutex_t lock;
     lull_alloc_caches cache[LULL_MAX_WORKERS + 1];
+    /* A refill of this kind and class failed in this mark (the heap is at
+     * its limit): the markers stop asking, and keep the rest in place. */
+    atomic_bool exhausted[2][LULL_MAX_CLASSES];
 } evac_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 #define POISON_BYTE 0xa5
@@ -455,6 +459,9 @@ unsigned lull_major_plan_evacuation(unsigned threshold_pct, uint32_t *nblocks)
         }
     if (!nclasses)
         return 0;
+    for (int r = 0; r < 2; r++)
+        for (unsigned c = 0; c < lull_nclasses; c++)
+            atomic_store_explicit(&evac_g.exhausted[r][c], false, memory_order_relaxed);
     for (uint32_t i = 0; i < frontier; i++) {
         lull_block *b = B(i);
         if (b->state == LULL_BLOCK_SMALL && chosen[b->has_refs][b->size_class] &&
@@ -475,11 +482,16 @@ uintptr_t lull_major_evac_alloc(unsigned tracer, bool has_refs, unsigned cls)
 {
     lull_alloc_cache *c = &evac_g.cache[tracer].c[has_refs][cls];
     if (!c->head) {
+        atomic_bool *exhausted = &evac_g.exhausted[has_refs][cls];
+        if (atomic_load_explicit(exhausted, memory_order_relaxed))
+            return 0;
         pthread_mutex_lock(&evac_g.lock);
         bool ok = lull_major_refill(c, has_refs, cls, false);
         pthread_mutex_unlock(&evac_g.lock);
-        if (!ok)
+        if (!ok) {
+            atomic_store_explicit(exhausted, true, memory_order_relaxed);
             return 0;
+        }
     }
     uintptr_t *p = c->head;
     c->head = (void *)p[1];
