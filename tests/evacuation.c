@@ -29,7 +29,9 @@
  *     held before.
  *
  * With evacuation-threshold=0 in the params (argv[1]) nothing may move,
- * nothing is counted, and the heap keeps its blocks.
+ * nothing is counted, and the heap keeps its blocks. `--scale K` makes the
+ * population K times larger and prints the resident set and the majors'
+ * pauses as well (README's figures).
  *
  * `evacuation --faults` runs this program again as a child (fresh stack)
  * with LULL_GC_DEBUG=plant-evac-fault=slot, which leaves the first heap
@@ -45,10 +47,12 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#define N_ITEMS  40000
-#define N_BLOBS  40000
-#define N_TRACED 20000
-#define N_ARRAYS 10000
+/* The population; --scale K multiplies it (a measurement, not a test). */
+static size_t scale = 1;
+#define N_ITEMS  (40000 * scale)
+#define N_BLOBS  (40000 * scale)
+#define N_TRACED (20000 * scale)
+#define N_ARRAYS (10000 * scale)
 #define ELEMS    6
 #define KEEP     10        /* index i survives when i % KEEP == 0 */
 #define PINNED_EVERY 1000  /* items allocated with lull_alloc_pinned */
@@ -381,6 +385,15 @@ static NOINLINE void reregister_and_drop_f(void)
     roots[R_F] = NULL;
 }
 
+static uint64_t last_major_ns;     /* the pause hook's */
+
+static void on_pause(const lull_pause_event *ev, void *data)
+{
+    (void)data;
+    if (ev->generation == LULL_GEN_MAJOR)
+        last_major_ns = ev->duration_ns;
+}
+
 static NOINLINE void collect_major(void)
 {
     clobber_stack();
@@ -404,12 +417,15 @@ static void scenario(void)
      * precise root too). */
     struct item *volatile cons = item_at(CONS_IDX);
     collect_major();
+    uint64_t pause1 = last_major_ns;
     check_all("after the first major");
     record();
     lull_stats s1 = get_stats();
+    size_t rss1 = rss_bytes();
     drop_d();
 
     collect_major();
+    uint64_t pause2 = last_major_ns;
     if (fault_check)
         return;                       /* the check should have aborted */
     lull_stats s2 = get_stats();
@@ -433,6 +449,10 @@ static void scenario(void)
     collect_major();
     check_all("two majors later");
     lull_stats s4 = get_stats();
+    if (scale > 1)
+        printf("evacuation: --scale %zu: RSS %zu MiB after the first major, %zu MiB at the end; major pauses "
+               "%.1f ms (the first), %.1f ms (the evacuating one), %.1f ms (the last)\n", scale, rss1 >> 20,
+               rss_bytes() >> 20, (double)pause1 / 1e6, (double)pause2 / 1e6, (double)last_major_ns / 1e6);
     printf("evacuation: heap_bytes %zu KiB after the first major, %zu KiB two majors after the evacuating one "
            "(the classes held %zu KiB)\n", (size_t)(s1.heap_bytes >> 10), (size_t)(s4.heap_bytes >> 10),
            classes_bytes() >> 10);
@@ -497,12 +517,18 @@ int main(int argc, char **argv)
         run_fault(argv[0], "slot", "verify-parallel", "lull: verify-parallel: a reference to ",
                   " was left pointing at the old place of an object the parallel mark moved to ");
         return 0;
-    } else if (argc == 2) {
-        snprintf(params + strlen(params), sizeof params - strlen(params), ",%s", argv[1]);
+    } else {
+        for (int i = 1; i < argc; i++)
+            if (!strcmp(argv[i], "--scale") && i + 1 < argc)
+                scale = strtoul(argv[++i], NULL, 10);
+            else
+                snprintf(params + strlen(params), sizeof params - strlen(params), ",%s", argv[i]);
+        CHECK(scale >= 1 && scale <= 100, "--scale wants 1 to 100");
     }
     expect_off = strstr(params, "evacuation-threshold=0") != NULL;
     CHECK(lull_init(params) == 0, "lull_init(%s) failed", params);
     CHECK(lull_root_add_refs((void **)roots, NROOTS) == 0, "lull_root_add_refs failed");
+    lull_set_pause_hook(on_pause, NULL);
     before = calloc(4 * N_ITEMS + 2, sizeof *before);
     CHECK(before != NULL, "calloc");
     run_in_fresh_thread(scenario);
