@@ -92,16 +92,17 @@ static void collect_if(lull_policy_event ev, unsigned long arg)
 /* A new object of the major heap exists for the collector from here on:
  * header last, with release, so that a marker that reaches it through a
  * reference (an acquire load: lull_store releases) sees the zeroed body.
- * It is allocated white while a concurrent mark runs, not black: the
- * program reaches it only through roots, which the final pause rescans,
- * or through references stored with lull_store, whose cards the mark
- * rescans (mark.h). Black, a short-lived large object kept everything
- * stored into it alive for the rest of the mark: the game loop's
- * 160 KB scratch array of each frame kept that frame's 20,000 temporaries,
- * and the live size the marks measured grew from mark to mark. */
-static inline void publish_major(uintptr_t *p, const lull_type *type, uintptr_t tag)
+ * While a concurrent mark runs it is allocated black (mark.h): marked
+ * after the header is out. Its slots are all NULL, so it has no child to
+ * grey; what the program stores into it marks a card the mark rescans.
+ * A young large object is the nursery's instead (heap.h): marked when a
+ * minor makes it old. tag: header bits the object carries for life
+ * (LULL_HDR_NOMOVE, heap.h). */
+static inline void publish_major(uintptr_t *p, const lull_type *type, uintptr_t tag, bool young)
 {
     __atomic_store_n(&p[0], (uintptr_t)type | tag, __ATOMIC_RELEASE);
+    if (!young)
+        lull_mark_allocated((uintptr_t)p);
 }
 
 static void *fail_enomem(void)
@@ -145,7 +146,7 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
         /* Header last: the object exists for the collector from here on. */
         if (length)
             p[1] = length;
-        publish_major(p, type, tag);
+        publish_major(p, type, tag, bytes > LULL_MAX_SMALL && lull_young_large_at((uintptr_t)p) == (uintptr_t)p);
         lull_thread_count_alloc(t, bytes);
     }
     lull_gc_unlock();
@@ -180,7 +181,7 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
             memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
             if (length)
             p[1] = length;
-            publish_major(p, type, tag);
+            publish_major(p, type, tag, false);
         }
         lull_exit_critical(t);
         if (LULL_LIKELY(p)) {

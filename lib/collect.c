@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,12 +77,25 @@ static void gc_lock_init(void)
         lull_fatal("lull_init", "sem_init failed");
 }
 
+/* Threads waiting in lull_gc_lock (lull_gc_trylock_after_waiters). */
+static atomic_int gc_lock_waiters;
+
 void lull_gc_lock(void)
 {
     pthread_once(&collect_g.gc_lock_once, gc_lock_init);
-    while (sem_wait(&collect_g.gc_lock) != 0)
-        ;   /* EINTR: a signal handler ran (sem_wait is never restarted) */
+    if (sem_trywait(&collect_g.gc_lock) != 0) {
+        atomic_fetch_add_explicit(&gc_lock_waiters, 1, memory_order_relaxed);
+        while (sem_wait(&collect_g.gc_lock) != 0)
+            ;   /* EINTR: a signal handler ran (sem_wait is never restarted) */
+        atomic_fetch_sub_explicit(&gc_lock_waiters, 1, memory_order_relaxed);
+    }
     LULL_PROBE0(gc_lock_acquired);
+}
+
+void lull_gc_lock_after_fork_child(void)
+{
+    /* Threads of the parent that waited for the lock are not here. */
+    atomic_store_explicit(&gc_lock_waiters, 0, memory_order_relaxed);
 }
 
 bool lull_gc_trylock(void)
@@ -91,6 +105,21 @@ bool lull_gc_trylock(void)
         return false;
     LULL_PROBE0(gc_lock_acquired);
     return true;
+}
+
+/* A semaphore is not fair: the preclean, taking the lock again a few
+ * microseconds after each release, kept a game's thread from refilling
+ * its TLAB for 46 ms. So a background job lets the threads that wait for
+ * the lock have it before it takes it again (for at most 100 us: a
+ * waiter that is slow to be scheduled does not stall the job). */
+bool lull_gc_trylock_after_waiters(void)
+{
+    if (atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed)) {
+        uint64_t t0 = lull_now_ns();
+        while (atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed) && lull_now_ns() - t0 < 100000)
+            sched_yield();
+    }
+    return lull_gc_trylock();
 }
 
 void lull_gc_unlock(void)
@@ -255,14 +284,35 @@ int lull_heap_shot(lull_heap_shot_fn fn, void *data)
     return full ? -ENOMEM : 0;
 }
 
-/* After a major's mark (handles.h): an object lives if it is marked (the
- * nursery's pinned survivors included), at its copy if the mark evacuated
- * it (mark.h). */
+/* After a synchronous major's mark (handles.h): an object lives if it is
+ * marked (the nursery's pinned survivors included), at its copy if the
+ * mark evacuated it (mark.h). */
 static uintptr_t major_fate(uintptr_t obj, void *ctx)
 {
     (void)ctx;
     obj = lull_mark_forwarded(obj);
     return lull_is_marked(obj) ? obj : 0;
+}
+
+/* After a concurrent major's final pause: the same, but the nursery and the
+ * young large objects were its roots, not marked (mark.h): they live, and
+ * the next minor judges them. */
+static uintptr_t final_fate(uintptr_t obj, void *ctx)
+{
+    (void)ctx;
+    if (lull_in_nursery(obj) || lull_young_large_at(obj) == obj)
+        return obj;
+    return lull_is_marked(obj) ? obj : 0;
+}
+
+/* heap-shot=FILE after a final pause: what it kept besides the marked
+ * objects. */
+static void shot_young(heap_shot *h)
+{
+    static uintptr_t young[LULL_LOS_MAX_YOUNG];     /* gc lock held */
+    lull_nursery_each_object(shot_count, h);
+    for (size_t i = 0, n = lull_los_young_list(young, LULL_LOS_MAX_YOUNG); i < n; i++)
+        shot_count(young[i], h);
 }
 
 /* Before a mark, in its pause: what is still unswept (sweep_before_mark
@@ -306,12 +356,21 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     uint64_t t_stopped = lull_now_ns();
     LULL_TL(LULL_TL_STOP_WORLD, t_stop, t_stopped - t_stop, lull_threads_count(), 0, 0, NULL);
 
-    /* Minor: empty the nursery into the major heap. */
+    /* Minor: empty the nursery into the major heap. Not in a concurrent
+     * major's pauses: the nursery is ignored by its mark and a root of its
+     * final pause (mark.h), and a minor would make each as long as one. */
     uint64_t handed = lull_nursery_handed();
-    uint64_t promoted = lull_nursery_collect(!start && !ends_major);
-    LULL_PROBE1(minor_end, promoted);
+    uint64_t promoted = 0;
+    bool minor = !start && !finish;
+    if (minor) {
+        promoted = lull_nursery_collect(!ends_major);
+        LULL_PROBE1(minor_end, promoted);
+    } else {
+        lull_nursery_sync_tlabs();
+    }
     uint64_t t_minor = lull_now_ns();
-    LULL_TL(LULL_TL_MINOR, t_stopped, t_minor - t_stopped, promoted, 0, 0, NULL);
+    if (minor)
+        LULL_TL(LULL_TL_MINOR, t_stopped, t_minor - t_stopped, promoted, 0, 0, NULL);
 
     uint64_t live = 0;
     if (start) {
@@ -361,27 +420,33 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
          * are cleared; unmarked finalizable objects are marked, with all
          * they reach, and queued; then WEAK_TRACK handles to what is still
          * unmarked are cleared (finalize.h). */
-        lull_handles_weak_pass(LULL_HANDLE_WEAK, major_fate, NULL);
-        if (lull_finalize_collect(major_fate, lull_mark_precise_slot, &tr, false))
+        lull_fate_fn fate = finish ? final_fate : major_fate;
+        lull_handles_weak_pass(LULL_HANDLE_WEAK, fate, NULL);
+        if (lull_finalize_collect(fate, lull_mark_precise_slot, &tr, false))
             lull_mark_drain_more(&tr);
-        lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, major_fate, NULL);
+        lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, fate, NULL);
+        lull_mark_end_major();
         lull_tracer_release(&tr);
         lull_mark_end_evacuation();
         LULL_PROBE1(mark_end, lull_mark_overflows());
         uint64_t t_marked = lull_now_ns();
         LULL_TL(LULL_TL_MARK, t_minor, t_marked - t_minor, lull_mark_overflows(), 0, 0, NULL);
         if (lull_cfg.verify)
-            lull_verify_marked();
+            lull_verify_marked(finish);
         if (collect_g.shot && !finish)
             lull_heap_each_marked(false, shot_count, collect_g.shot);   /* lull_heap_shot */
-        if (collect_g.debug_shot)
+        if (collect_g.debug_shot) {
             lull_heap_each_marked(false, shot_count, collect_g.debug_shot);
+            if (finish)
+                shot_young(collect_g.debug_shot);
+        }
 
         /* Sweep: large objects and the nursery's survivors now; the
          * small-object blocks lazily (heap.h), their live bytes counted
          * from the mark bits. Empty blocks kept long enough go back to the
          * OS. */
-        live = lull_major_sweep_begin() + lull_los_sweep() + lull_nursery_after_major();
+        live = lull_major_sweep_begin() + lull_los_sweep() + lull_nursery_after_major(!finish) +
+               (finish ? lull_mark_final_young_bytes() : 0);
         if (lull_cfg.poison)
             lull_major_sweep_all();   /* freed memory reads as poison at once, not when swept */
         lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
@@ -409,11 +474,13 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     LULL_TL(LULL_TL_COUNTERS, t0 + pause, 0, lull_heap_bytes_held(), lull_nursery_size(), collect_g.last_live, NULL);
     LULL_PROBE2(pause_end, collect_g.ncollections, pause);
 
-    /* The nursery's size for the next minor (policy.c): only a plain
-     * minor's pause measures a minor. */
+    /* The nursery's size for the next minor (policy.c): only a pause that
+     * ran a minor measures one, and only a plain minor's pause measures a
+     * minor's whole pause. */
     size_t nursery_before = lull_nursery_size();
     bool major_pause = start || ends_major;
-    lull_policy_after_minor(handed, lull_nursery_trace_ns(), major_pause ? 0 : pause);
+    if (minor)
+        lull_policy_after_minor(handed, lull_nursery_trace_ns(), major_pause ? 0 : pause);
 
     /* The world runs again; this thread still holds the gc lock, so the
      * runs freed by the sweep can be given back to the OS before anyone
@@ -446,32 +513,36 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     }
     if (lull_cfg.log) {
         if (ends_major) {
-            uint64_t marked, by_stopper, precleaned = 0, final_cards = 0;
+            uint64_t marked, by_stopper, precleaned = 0, final_cards = 0, final_young = 0;
             lull_mark_last_work(&marked, &by_stopper);
             if (finish)
-                lull_mark_concurrent_work(&precleaned, &final_cards);
-            char conc[160] = "", evac[128] = "";
+                lull_mark_concurrent_work(&precleaned, &final_cards, &final_young);
+            char conc[200] = "", evac[128] = "";
             if (evac_classes)
                 snprintf(evac, sizeof evac, ", evacuated %llu objects (%.1f KiB) from %u blocks of %u size classes",
                          (unsigned long long)evac_objects, (double)evac_bytes / 1024.0, (unsigned)evac_blocks,
                          evac_classes);
             if (finish)
-                snprintf(conc, sizeof conc, ", concurrent mark %s: %llu cards precleaned, %llu rescanned in the pause",
-                         synchronous ? "finished early" : "done",
-                         (unsigned long long)precleaned, (unsigned long long)final_cards);
+                snprintf(conc, sizeof conc, ", concurrent mark %s: %llu cards precleaned, %llu rescanned in the "
+                         "pause, %llu nursery and young large objects its roots",
+                         synchronous ? "finished early" : "done", (unsigned long long)precleaned,
+                         (unsigned long long)final_cards, (unsigned long long)final_young);
+            uint64_t trigger, allowance;
+            lull_policy_pacing(&trigger, &allowance);
             fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s%s%s\n",
+                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s%s; the "
+                    "next starts after %.1f MiB of a %.1f MiB allowance%s\n",
                     (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
-                    (double)promoted / 1024.0, (double)lull_nursery_promoted_by_workers() / 1024.0,
+                    (double)promoted / 1024.0, minor ? (double)lull_nursery_promoted_by_workers() / 1024.0 : 0.0,
                     (double)live / 1048576.0,
                     (double)lull_heap_bytes_held() / 1048576.0, (unsigned long long)marked,
                     (unsigned long long)(marked - by_stopper),
-                    evac, conc, lull_mark_overflows() ? " (mark stack overflowed)" : "");
+                    evac, conc, (double)trigger / 1048576.0, (double)allowance / 1048576.0,
+                    lull_mark_overflows() ? " (mark stack overflowed)" : "");
         } else if (start) {
-            fprintf(stderr, "lull: collection %llu (major start, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB "
-                    "by workers), concurrent mark begins\n", (unsigned long long)collect_g.ncollections + 1,
-                    reason, (double)pause / 1e6, (double)promoted / 1024.0,
-                    (double)lull_nursery_promoted_by_workers() / 1024.0);
+            fprintf(stderr, "lull: collection %llu (major start, %s): pause %.3f ms (background job stopped in "
+                    "%.3f ms), concurrent mark begins\n", (unsigned long long)collect_g.ncollections + 1,
+                    reason, (double)pause / 1e6, (double)stop_bg_ns / 1e6);
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
                     "workers) of %.1f KiB handed out, %.1f KiB of young large objects freed, copying %.3f ms, "
@@ -552,9 +623,13 @@ void lull_collect(int generation)
     lull_gc_lock();
     if (generation == LULL_GEN_MAJOR && lull_cfg.major == LULL_MAJOR_CONCURRENT) {
         /* A complete concurrent major from a start after this call: let the
-         * one that runs (it began before) end, then run one whole. */
+         * one that runs (it began before) end, then run one whole. A minor
+         * first: the final pause keeps everything in the nursery (mark.h),
+         * and what the program dropped there before this call must not
+         * keep old objects alive through it. */
         if (lull_marking() && wait_for_mark(lull_mark_cycle()))
             lull_collect_locked(LULL_COLLECT_MAJOR_FINISH, "explicit");
+        lull_collect_locked(LULL_GEN_NURSERY, "explicit");
         lull_collect_locked(LULL_COLLECT_MAJOR_START, "explicit");
         if (wait_for_mark(lull_mark_cycle()))
             lull_collect_locked(LULL_COLLECT_MAJOR_FINISH, "explicit");

@@ -21,6 +21,12 @@ void lull_gc_lock(void);
 void lull_gc_unlock(void);
 /* Take it if free (a collector thread that must not wait for it). */
 bool lull_gc_trylock(void);
+/* The same, for a background job that takes it again and again: the
+ * threads waiting for it have it first. */
+bool lull_gc_trylock_after_waiters(void);
+/* In the child of fork() (the forking thread holds the lock): forget the
+ * parent's waiters. */
+void lull_gc_lock_after_fork_child(void);
 
 /* A full stop-the-world collection (gc lock held). */
 /* What lull_collect_locked runs: LULL_GEN_NURSERY (a minor), LULL_GEN_MAJOR

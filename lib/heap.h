@@ -234,6 +234,18 @@ static inline bool lull_mark_set_single(uintptr_t obj)
 /* Clear the mark bits of blocks [idx, idx + n). */
 void lull_mark_clear_blocks(uint32_t idx, uint32_t n);
 
+/* Allocate black (mark.h): an object that enters the major heap while a
+ * concurrent mark runs is marked, after its header was published, with
+ * release: a card rescan that finds the bit set (acquire) then reads a
+ * header, never a free-list link. */
+static inline void lull_mark_allocated(uintptr_t obj)
+{
+    if (!lull_marking())
+        return;
+    size_t g = lull_granule_of(obj);
+    __atomic_fetch_or(&lull_heap_g.mark_bits[g >> 6], (uint64_t)1 << (g & 63), __ATOMIC_RELEASE);
+}
+
 /* ---- objects ---- */
 static inline const lull_type *lull_header_type(uintptr_t hdr)
 {
@@ -458,6 +470,14 @@ static inline bool lull_los_reach(uintptr_t obj)
  * others stay young if `may_age` and they may (above), else become old.
  * Returns the bytes freed. */
 uint64_t lull_los_end_minor(bool may_age);
+/* Bytes of the large objects allocated young since the last minor (gc
+ * lock held): the policy runs a minor when they fill a nursery's worth,
+ * as it does when the nursery fills (a concurrent major's final pause
+ * keeps every young one, mark.h). */
+uint64_t lull_los_young_bytes(void);
+/* The young large objects (at most cap, LULL_LOS_MAX_YOUNG holds them
+ * all) into out; returns how many (gc lock held or world stopped). */
+size_t lull_los_young_list(uintptr_t *out, size_t cap);
 
 /* ---- the whole heap ---- */
 size_t lull_heap_bytes_held(void);

@@ -69,6 +69,7 @@ static void fork_child(void)
 {
     lull_stats_unlock_after_fork();
     if (lull_is_initialised()) {
+        lull_gc_lock_after_fork_child();
         lull_threads_after_fork_child();
         lull_workers_after_fork_child();
         lull_finalize_after_fork_child();

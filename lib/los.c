@@ -20,6 +20,7 @@
 static struct {
     uint32_t young_head;
     uint32_t nyoung;
+    uint64_t young_new_bytes;   /* of those allocated since the last minor */
 } los_g = { .young_head = LULL_NO_BLOCK };
 
 /* The address range the young large objects lie in ([lo, hi), empty when
@@ -31,7 +32,13 @@ void lull_los_init(void)
 {
     los_g.young_head = LULL_NO_BLOCK;
     los_g.nyoung = 0;
+    los_g.young_new_bytes = 0;
     lull_los_young_lo = lull_los_young_hi = 0;
+}
+
+uint64_t lull_los_young_bytes(void)
+{
+    return los_g.young_new_bytes;
 }
 
 /* Put the large object at block idx (its size set) on the young list,
@@ -62,8 +69,10 @@ void *lull_los_alloc(size_t bytes)
     head->state = LULL_BLOCK_LARGE_HEAD;
     head->run_len = n;
     head->large_size = bytes;
-    if (los_g.nyoung < LULL_LOS_MAX_YOUNG)
+    if (los_g.nyoung < LULL_LOS_MAX_YOUNG) {
         young_add(idx, 1);
+        los_g.young_new_bytes += bytes;
+    }
     else
         __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
     for (uint32_t k = 1; k < n; k++) {
@@ -77,8 +86,10 @@ void *lull_los_alloc(size_t bytes)
 
 uint64_t lull_los_sweep(void)
 {
-    /* A major begins with a minor: no large object is young here. */
-    LULL_ASSERT(los_g.young_head == LULL_NO_BLOCK);
+    /* A synchronous major begins with a minor: no large object is young
+     * then. A concurrent major's final pause has none (mark.h): the young
+     * ones are the nursery's, roots of that mark, unmarked, kept for the
+     * next minor to judge. */
     uint64_t live = 0;
     for (uint32_t i = 0; i < lull_frontier();) {
         lull_block *b = &lull_heap_g.blocks[i];
@@ -91,7 +102,7 @@ uint64_t lull_los_sweep(void)
         if (lull_is_marked(obj)) {
             live += b->large_size;
             lull_mark_clear_blocks(i, 1);
-        } else {
+        } else if (!__atomic_load_n(&b->young, __ATOMIC_RELAXED)) {
             lull_space_free_deferred(i, n);
         }
         i += n;
@@ -99,11 +110,18 @@ uint64_t lull_los_sweep(void)
     return live;
 }
 
-static void drop_young_ref(void **slot, void *ctx)
+size_t lull_los_young_list(uintptr_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t i = los_g.young_head; i != LULL_NO_BLOCK && n < cap; i = lull_heap_g.blocks[i].next)
+        out[n++] = lull_block_addr(i);
+    return n;
+}
+
+static void drop_ref(void **slot, void *ctx)
 {
     (void)ctx;
-    if (lull_in_nursery((uintptr_t)*slot))
-        *slot = NULL;
+    __atomic_store_n(slot, NULL, __ATOMIC_RELAXED);
 }
 
 uint64_t lull_los_end_minor(bool may_age)
@@ -114,6 +132,7 @@ uint64_t lull_los_end_minor(bool may_age)
     bool marking = lull_marking();
     los_g.young_head = LULL_NO_BLOCK;
     los_g.nyoung = 0;
+    los_g.young_new_bytes = 0;
     lull_los_young_lo = lull_los_young_hi = 0;
     while (i != LULL_NO_BLOCK) {
         lull_block *b = &lull_heap_g.blocks[i];
@@ -126,11 +145,21 @@ uint64_t lull_los_end_minor(bool may_age)
             young_add(i, seen + 1);
         } else {
             __atomic_store_n(&b->young, 0, __ATOMIC_RELAXED);
-            /* Kept unreached (a mark runs, or marked it): this minor did
-             * not forward its slots, so those into the nursery would
-             * dangle in an old object. It is garbage; they become NULL. */
+            /* Old from here on: black while a mark runs (allocate black,
+             * mark.h), its children greyed as this minor scanned it. */
+            if (reached)
+                lull_mark_allocated(obj);
+            /* Kept unreached (a mark runs, or marked it): it is garbage
+             * (minor_fate said so to weak handles), kept only because a
+             * mark may hold it marked. This minor did not forward its
+             * slots, so those into the nursery would dangle, and those to
+             * young large objects this minor frees or makes old unmarked
+             * would dangle after the final pause's sweep (check-mod-union
+             * caught one: a conservatively marked young array, made old
+             * here, held a large object that died with it). Every slot
+             * becomes NULL. */
             if (!reached && (marking || lull_is_marked(obj)))
-                lull_trace_slots(obj, drop_young_ref, NULL);
+                lull_trace_slots(obj, drop_ref, NULL);
             /* While a concurrent mark runs, a dead one becomes old and
              * unmarked instead, freed by the final pause's sweep: the
              * background mark reads the descriptors of blocks with union

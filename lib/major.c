@@ -355,7 +355,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
     uint64_t swept = 0, t0 = lull_now_ns();
     LULL_PROBE0(bg_sweep_begin);
     while (!lull_workers_background_stopping()) {
-        if (!lull_gc_trylock()) {
+        if (!lull_gc_trylock_after_waiters()) {
             usleep(50);
             continue;
         }

@@ -41,11 +41,21 @@ static struct {
     atomic_bool bg_done;        /* the job found nothing left to do */
     uint64_t cycle;             /* concurrent marks begun */
     uint64_t final_cards;       /* union cards the last final pause rescanned */
-    bool cards_in_drain;        /* the final pause: each marker rescans cards first */
-    atomic_uint next_block;     /* ... claimed in chunks through this */
+    uint64_t final_nursery_objects;   /* ... and nursery and young large objects it visited */
+    bool final_in_drain;        /* the final pause: each marker takes part in its root work */
+    atomic_uint next_block;     /* ... its dirty cards, claimed in chunks through this */
     atomic_size_t cards_found;  /* ... and counted here */
-    unsigned passes;            /* preclean passes of the running mark (the job only) */
+    atomic_size_t next_range;   /* ... the nursery's logged ranges, claimed through this */
+    atomic_size_t nursery_objects;       /* ... and the objects in them */
+    atomic_uint_fast64_t nursery_bytes;  /* ... and their bytes (young large objects' too) */
+    uintptr_t young[LULL_LOS_MAX_YOUNG]; /* ... the young large objects */
+    size_t nyoung;
+    atomic_size_t next_young;   /* ... claimed one at a time through this */
+    unsigned passes;            /* complete preclean passes of the running mark (the job only) */
     size_t last_found;          /* ... and what the last one found */
+    uint32_t pass_block;        /* the running pass: the next block it looks at */
+    size_t pass_found;          /* ... and the dirty cards it found so far */
+    bool pass_running;          /* ... (false: the next pass begins at block 0) */
     atomic_uint_fast64_t precleaned;     /* ... and the job rescanned meanwhile */
     /* Evacuation (a synchronous major; mark.h). `evac` and the plan's
      * figures are written by the stopping thread between drains; each
@@ -109,7 +119,12 @@ static uintptr_t evacuate(lull_tracer *tr, uintptr_t v, const lull_block *b);
  * checks that. */
 static inline uintptr_t mark_ref(lull_tracer *tr, uintptr_t v)
 {
-    if (!lull_in_committed(v))
+    /* The mark bit first: most references a card rescan visits lead to
+     * marked objects, and this spares each of them the read of a block
+     * descriptor, a second cache miss. (A marked object of an evacuated
+     * block was marked in place: it stays; a moved one's original is
+     * never marked.) */
+    if (!lull_in_committed(v) || lull_is_marked(v))
         return v;
     lull_block *b = lull_block_of(v);
     if (b->state == LULL_BLOCK_SMALL) {
@@ -291,6 +306,22 @@ void lull_mark_evacuated(unsigned *classes, uint32_t *blocks, uint64_t *objects,
     *bytes = mark_g.evac_bytes[0];
 }
 
+void lull_mark_grey_from_minor(lull_tracer *tr, uintptr_t v)
+{
+    mark_ref(tr, v);
+}
+
+void lull_mark_adopt_from_minor(lull_tracer *tr)
+{
+    lull_grey_section *chain = lull_tracer_take(tr);
+    if (!chain)
+        return;
+    lull_tracer held = { .cur = mark_g.held };
+    lull_tracer_adopt(&held, chain);
+    mark_g.held = lull_tracer_take(&held);
+    /* If the job had said it was done, the final pause drains these. */
+}
+
 /* LULL_GC_DEBUG=plant-mark-fault, to show that verify-parallel catches a
  * lost object: the first slot of the drain that points to an unmarked small
  * object is skipped, so that object (and whatever only it reaches) stays
@@ -321,8 +352,12 @@ static void mark_word(uintptr_t v, void *ctx)
     /* Conservative roots pin what they reach: all of them are greyed
      * before an evacuating mark copies anything (collect.c). */
     LULL_ASSERT(mark_g.evac != EVAC_COPY);
+    /* Before the lookup: between minors the nursery's log is not sorted
+     * for lookups (nursery.h), and an ignored nursery needs none. */
+    if (mark_g.ignore_nursery && lull_in_nursery(v))
+        return;
     uintptr_t obj = lull_find_object(v, true);
-    if (!obj || (mark_g.ignore_nursery && lull_in_nursery(obj)) || !mark_set(tr, obj))
+    if (!obj || !mark_set(tr, obj))
         return;
     lull_block *b = lull_block_of(obj);
     if (b->state == LULL_BLOCK_SMALL ? b->has_refs : lull_type_has_refs(lull_header_type(*(uintptr_t *)obj)))
@@ -353,15 +388,15 @@ static void drain_local_job(lull_tracer *tr, void *arg)
     drain_local(tr);
 }
 
-static void final_cards_part(lull_tracer *tr);
+static void final_roots_part(lull_tracer *tr);
 
 static void mark_job(lull_tracer *tr, void *arg)
 {
     (void)arg;
     uint64_t before = tr->scanned;
     tr->share = true;
-    if (mark_g.cards_in_drain)
-        final_cards_part(tr);
+    if (mark_g.final_in_drain)
+        final_roots_part(tr);
     lull_tracer_drain_shared(tr, &mark_g.active, drain_local_job, NULL);
     tr->share = false;
     LULL_ASSERT(lull_tracer_empty(tr));
@@ -448,10 +483,6 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
 
 #define CARDS_PER_BLOCK   (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
 #define POLL_EVERY        64u    /* objects the job scans between looks at its stop flag */
-#define PRECLEAN_PASSES   8u     /* passes of the preclean after which a pass that finds
-                                    no fewer cards than the last ends the mark */
-#define PRECLEAN_ENOUGH   1024u  /* a pass that finds at most this many dirty cards ends
-                                    it: the final pause rescans that many in about a ms */
 
 /* The marked objects of SMALL block bi (size class cls) that overlap
  * [lo, hi): rescanned whole. Unmarked ones are left alone: a white object
@@ -528,45 +559,13 @@ static bool block_has_bytes(const uint8_t *cards)
     return any != 0;
 }
 
-/* Rescan the marked objects on the union table's dirty cards, clearing
- * each card first; returns how many cards were dirty. The union table is
- * only ever touched by one thread at a time: the minors' tracers write it
- * with the world stopped, the background job reads and clears it while
- * the world runs, the final pause reads and clears it. Only blocks that
- * can hold references get union cards (nursery.c), and such blocks are
- * neither freed nor re-formatted while a mark runs (the sweep waits for
- * the final pause), so their descriptors are stable here. */
-static size_t scan_union(lull_tracer *tr)
-{
-    uint8_t *u = lull_heap_g.union_cards;
-    uint32_t frontier = lull_frontier();
-    size_t found = 0;
-    card_pipe p = { .n = 0 };
-    for (uint32_t bi = 0; bi < frontier; bi++) {
-        uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
-        if (!block_has_bytes(uc))
-            continue;
-        if (lull_workers_background_stopping())
-            break;      /* the rest waits for the next run, or the final pause */
-        for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-            if (!uc[c])
-                continue;
-            uc[c] = 0;
-            found++;
-            pipe_push(tr, &p, bi, c);
-        }
-    }
-    pipe_flush(tr, &p);     /* every card cleared above is rescanned */
-    return found;
-}
-
 /* The final pause's cards, on every marker (mark_job) or on the stopper
  * alone, claimed FINAL_CHUNK blocks at a time: each card dirty in the union
- * table (cleared) or in the live table is rescanned once. A live card is
- * one the final pause's minor left dirty, read only (the next minor needs
- * it): it holds a reference into the nursery, which the mark has ignored
- * until now, so an object there that only a scanned old object references
- * (it could not be promoted, or is pinned) is found here. */
+ * table (cleared) or stored to in the live table since the preclean last
+ * rescanned it (CARD_STORED, read only: the next minor needs the card) is
+ * rescanned once. CARD_YOUNG cards hide no store (heap.h); the nursery
+ * objects their slots point to are roots of this pause anyway
+ * (final_roots_part). */
 #define FINAL_CHUNK 64u
 static void final_cards_part(lull_tracer *tr)
 {
@@ -581,13 +580,15 @@ static void final_cards_part(lull_tracer *tr)
             break;
         uint32_t b1 = b0 + FINAL_CHUNK < frontier ? b0 + FINAL_CHUNK : frontier;
         for (uint32_t bi = b0; bi < b1; bi++) {
+            if (lull_in_nursery(lull_block_addr(bi)))
+                continue;       /* the nursery's objects are roots here (final_young_part) */
             uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
             const uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
             bool in_union = block_has_bytes(uc);
             if (!in_union && !block_has_bytes(bc))
                 continue;
             for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-                if (!uc[c] && !__atomic_load_n(&bc[c], __ATOMIC_RELAXED))
+                if (!uc[c] && __atomic_load_n(&bc[c], __ATOMIC_RELAXED) != LULL_CARD_STORED)
                     continue;
                 uc[c] = 0;
                 found++;
@@ -599,52 +600,129 @@ static void final_cards_part(lull_tracer *tr)
     atomic_fetch_add_explicit(&mark_g.cards_found, found, memory_order_relaxed);
 }
 
-/* Preclean the live card table while the world runs: each CARD_STORED card
- * becomes CARD_YOUNG (still dirty for the minors: their remembered set)
- * with a compare-and-swap, then the marked objects on it are rescanned. A
- * store after the swap marks the card CARD_STORED again (lull_store stores
- * the slot, then the card; the swap is a full barrier on x86-64, so a slot
- * read that misses the store implies a card store that follows the swap).
- * Block descriptors change only under the gc lock (formatting, sweeping),
- * so this holds it for a batch of blocks at a time, never waiting for it:
- * the thread that holds it may be stopping this job. Unmarked objects are
- * not read: one may be a free slot being allocated right now. */
-#define PRECLEAN_BATCH 256u     /* blocks per gc-lock hold */
-static size_t preclean_cards(lull_tracer *tr)
+/* The final pause's roots beyond stacks and registered roots, shared by
+ * every marker like the cards: the nursery and the young large objects
+ * are a root set (mark.h), every reference slot of every object in them
+ * visited; then the dirty cards. */
+static void final_young_part(lull_tracer *tr)
 {
-    uint8_t *cards = lull_heap_g.cards;
-    size_t found = 0;
-    uint32_t bi = 0;
-    card_pipe p = { .n = 0 };
+    uint64_t bytes = 0;
+    size_t objects = lull_nursery_scan_part(&mark_g.next_range, visit, tr, &bytes);
+    for (;;) {
+        size_t i = atomic_fetch_add_explicit(&mark_g.next_young, 1, memory_order_relaxed);
+        if (i >= mark_g.nyoung)
+            break;
+        lull_trace_slots(mark_g.young[i], visit, tr);
+        bytes += lull_object_footprint(mark_g.young[i]);
+        objects++;
+    }
+    atomic_fetch_add_explicit(&mark_g.nursery_objects, objects, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mark_g.nursery_bytes, bytes, memory_order_relaxed);
+}
+
+static void final_roots_part(lull_tracer *tr)
+{
+    final_young_part(tr);
+    final_cards_part(tr);
+}
+
+/* Set up final_roots_part (world stopped). */
+static void final_roots_begin(void)
+{
+    lull_nursery_sync_tlabs();
+    atomic_store(&mark_g.next_range, 0);
+    atomic_store(&mark_g.nursery_objects, 0);
+    atomic_store(&mark_g.nursery_bytes, 0);
+    mark_g.nyoung = lull_los_young_list(mark_g.young, LULL_LOS_MAX_YOUNG);
+    atomic_store(&mark_g.next_young, 0);
+    atomic_store(&mark_g.next_block, 0);
+    atomic_store(&mark_g.cards_found, 0);
+}
+
+/* The preclean, while the world runs: a pass visits the blocks in address
+ * order and rescans the marked objects on each card that is dirty in the
+ * union table (the byte cleared first) or stored to in the live table
+ * (CARD_STORED turned into CARD_YOUNG first with a compare-and-swap: the
+ * card stays dirty for the minors, their remembered set, and clean for
+ * the mark until the next store). A store after the swap marks the card
+ * CARD_STORED again (lull_store stores the slot, then the card; the swap
+ * is a full barrier on x86-64, so a slot read that misses the store
+ * implies a card store that follows the swap). Unmarked objects are not
+ * read: one may be a free slot being allocated right now.
+ *
+ * The card bytes are read and claimed without the gc lock, up to
+ * PRECLEAN_CARDS dirty cards at a time; their objects are rescanned with
+ * it held, since block descriptors change under it only (formatting
+ * blocks for allocation). The job never waits for the lock: the thread
+ * that holds it may be stopping the job. Asked to stop with cards claimed
+ * but not rescanned, it hands them to the union table, which the next
+ * pass or the final pause rescans. The union table is touched by one
+ * thread at a time: the minors' tracers write it with the world stopped
+ * (this job stopped), this job reads and clears it, and so does the final
+ * pause. The nursery's cards are never looked at: the mark ignores the
+ * nursery, and its final pause takes every nursery object as a root.
+ *
+ * A pass goes on where it stopped when a pause stopped the job: the game
+ * loop's minors come every few ms, and a pass that began again from block
+ * 0 after each never reached the end of a 700 MB heap, so its mark never
+ * ended (the heap grew to 4 GB with synchronous majors off). */
+#define PRECLEAN_CARDS 1024u
+static bool preclean_step(lull_tracer *tr)
+{
+    uint8_t *cards = lull_heap_g.cards, *u = lull_heap_g.union_cards;
+    uint32_t nursery_lo = lull_block_index(lull_nursery_start), nursery_hi = lull_block_index(lull_nursery_end);
+    uint32_t cbi[PRECLEAN_CARDS];
+    uint16_t cc[PRECLEAN_CARDS];
     for (;;) {
         if (lull_workers_background_stopping())
-            break;
-        if (!lull_gc_trylock()) {
-            usleep(20);
-            continue;
-        }
-        uint32_t frontier = lull_frontier(), end = bi + PRECLEAN_BATCH;
-        for (; bi < frontier && bi < end; bi++) {
-            uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
-            if (!block_has_bytes(bc))
+            return false;
+        uint32_t frontier = lull_frontier(), bi = mark_g.pass_block;
+        size_t n = 0;
+        for (; bi < frontier && n + CARDS_PER_BLOCK <= PRECLEAN_CARDS; bi++) {
+            if (bi >= nursery_lo && bi < nursery_hi)
+                continue;
+            uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK, *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
+            bool in_union = block_has_bytes(uc);
+            if (!in_union && !block_has_bytes(bc))
                 continue;
             for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
+                bool dirty = false;
+                if (in_union && uc[c]) {
+                    uc[c] = 0;
+                    dirty = true;
+                }
                 uint8_t v = LULL_CARD_STORED;
-                if (__atomic_load_n(&bc[c], __ATOMIC_RELAXED) != LULL_CARD_STORED ||
-                    !__atomic_compare_exchange_n(&bc[c], &v, LULL_CARD_YOUNG, false, __ATOMIC_SEQ_CST,
-                                                 __ATOMIC_RELAXED))
-                    continue;
-                found++;
-                pipe_push(tr, &p, bi, c);
+                if (__atomic_load_n(&bc[c], __ATOMIC_RELAXED) == LULL_CARD_STORED &&
+                    __atomic_compare_exchange_n(&bc[c], &v, LULL_CARD_YOUNG, false, __ATOMIC_SEQ_CST,
+                                                __ATOMIC_RELAXED))
+                    dirty = true;
+                if (dirty) {
+                    cbi[n] = bi;
+                    cc[n++] = (uint16_t)c;
+                }
             }
         }
-        pipe_flush(tr, &p);     /* before the gc lock goes: descriptors may change after */
-        bool done = bi >= frontier;
-        lull_gc_unlock();
-        if (done)
-            break;
+        bool complete = bi >= frontier;
+        if (n) {
+            while (!lull_gc_trylock_after_waiters()) {
+                if (lull_workers_background_stopping()) {
+                    for (size_t k = 0; k < n; k++)
+                        u[(size_t)cbi[k] * CARDS_PER_BLOCK + cc[k]] = 1;
+                    return false;
+                }
+                usleep(20);
+            }
+            card_pipe p = { .n = 0 };
+            for (size_t k = 0; k < n; k++)
+                pipe_push(tr, &p, cbi[k], cc[k]);
+            pipe_flush(tr, &p);     /* before the gc lock goes: descriptors may change after */
+            lull_gc_unlock();
+        }
+        mark_g.pass_block = bi;
+        mark_g.pass_found += n;
+        if (complete)
+            return true;
     }
-    return found;
 }
 
 /* Drain while the world runs; false: asked to stop (the grey objects left
@@ -708,10 +786,21 @@ static bool drain_background(lull_tracer *tr)
     return go && !lull_workers_background_stopping();
 }
 
-/* The background job (worker 0, world running): blacken, then preclean the
- * union table and blacken what that greyed, until a pass finds no dirty
- * card or stops shrinking the work; then say so (lull_mark_ready). The
- * final pause does what is left. */
+/* The background job (worker 0, world running): blacken; then preclean
+ * pass after pass, blackening what each pass greyed, until the final pause
+ * is worth its cost; then say so (lull_mark_ready). The final pause
+ * rescans the cards stored to since each was precleaned: about as many as
+ * the program dirtied during the last pass. So the mark ends after a
+ * complete pass that found at most PRECLEAN_ENOUGH dirty cards, or once
+ * passes stop shrinking (PRECLEAN_SETTLE passes done, and one found more
+ * than seven eighths of what the one before did: the program dirties
+ * cards as fast as they are rescanned, and more passes cannot make the
+ * final pause smaller), or after PRECLEAN_MAX passes whatever they found.
+ * The passes are counted over the whole mark, not per run of the job:
+ * every pause stops the job. */
+#define PRECLEAN_ENOUGH 4096u   /* dirty cards the final pause rescans in well under a ms */
+#define PRECLEAN_SETTLE 6u
+#define PRECLEAN_MAX    24u
 static void background_job(lull_tracer *tr, void *arg)
 {
     (void)arg;
@@ -719,23 +808,27 @@ static void background_job(lull_tracer *tr, void *arg)
     mark_g.held = NULL;
     tr->share = false;
     uint64_t t_run = lull_now_ns();
-    /* The passes are counted over the whole mark, not per run of the job:
-     * every pause stops the job, and a program whose minors come faster
-     * than a pass would otherwise never see its mark end. */
     for (;;) {
         if (!drain_background(tr))
             break;
-        uint64_t t_pass = lull_now_ns();
-        size_t found = scan_union(tr);
-        if (!lull_workers_background_stopping())
-            found += preclean_cards(tr);
+        uint64_t t_step = lull_now_ns();
+        size_t before = mark_g.pass_running ? mark_g.pass_found : 0;
+        if (!mark_g.pass_running) {
+            mark_g.pass_running = true;
+            mark_g.pass_block = 0;
+            mark_g.pass_found = 0;
+        }
+        bool complete = preclean_step(tr);
+        LULL_TL(LULL_TL_PRECLEAN, t_step, lull_now_ns() - t_step, mark_g.pass_found - before, 0, 0, NULL);
+        if (!complete)
+            break;      /* stopped: the pass goes on from pass_block at the next run */
+        size_t found = mark_g.pass_found;
+        mark_g.pass_running = false;
         atomic_fetch_add(&mark_g.precleaned, found);
         LULL_PROBE1(preclean_end, found);
-        LULL_TL(LULL_TL_PRECLEAN, t_pass, lull_now_ns() - t_pass, found, 0, 0, NULL);
-        if (lull_workers_background_stopping())
-            break;
         mark_g.passes++;
-        bool done = found <= PRECLEAN_ENOUGH || (mark_g.passes >= PRECLEAN_PASSES && found >= mark_g.last_found);
+        bool done = found <= PRECLEAN_ENOUGH || mark_g.passes >= PRECLEAN_MAX ||
+                    (mark_g.passes >= PRECLEAN_SETTLE && found >= mark_g.last_found);
         mark_g.last_found = found;
         if (done) {
             if (!drain_background(tr))
@@ -765,9 +858,17 @@ void lull_mark_begin_concurrent(void)
     atomic_store(&mark_g.bg_done, false);
     mark_g.passes = 0;
     mark_g.last_found = SIZE_MAX;
+    mark_g.pass_running = false;
     lull_tracer tr = { .id = 0 };
     lull_roots_scan_threads(lull_mark_conservative, &tr);
     lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
+    /* What the nursery and the young large objects point to, as the final
+     * pause will: an old structure that only a nursery object leads to
+     * (a list whose head a local variable pins there) is then marked
+     * concurrently, not all in the final pause. The policy starts a mark
+     * soon after a minor, when the nursery holds little. */
+    final_roots_begin();
+    final_young_part(&tr);
     mark_g.held = lull_tracer_take(&tr);
 }
 
@@ -803,38 +904,47 @@ void lull_mark_finish(lull_tracer *tr)
     mark_g.partial_obj = 0;      /* grey in held: the drain below scans it whole */
     if (lull_cfg.check_mod_union)
         check_mod_union();
-    /* Nursery survivors are the final pause's to mark: the minor just
-     * before left only pinned objects there. */
-    mark_g.ignore_nursery = false;
+    /* The nursery stays ignored: no minor precedes this pause, and every
+     * object in the nursery, with every young large object, is a root of
+     * it (mark.h). They are not marked; the next minor judges them. */
     lull_tracer_adopt(tr, mark_g.held);
     mark_g.held = NULL;
     lull_roots_scan_threads(lull_mark_conservative, tr);
     lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, tr);
-    /* The dirty cards: rescanned by every marker at the start of the
-     * drain, or here by this thread alone when there is no worker, or
-     * with verify-parallel, which checks this drain as it does a
-     * synchronous one: the serial re-mark starts from every object marked
-     * before the drain (the roots, what the cards greyed, and all the
-     * concurrent mark blackened), whose closure must be what the parallel
-     * drain reaches. */
-    atomic_store(&mark_g.next_block, 0);
-    atomic_store(&mark_g.cards_found, 0);
-    mark_g.cards_in_drain = lull_workers_count() && !lull_cfg.verify_parallel;
-    if (!mark_g.cards_in_drain)
-        final_cards_part(tr);
+    /* The nursery, the young large objects and the dirty cards: shared by
+     * every marker at the start of the drain, or done here by this thread
+     * alone when there is no worker, or with verify-parallel, which checks
+     * this drain as it does a synchronous one: the serial re-mark starts
+     * from every object marked before the drain (the roots, what the
+     * nursery and the cards greyed, and all the concurrent mark
+     * blackened), whose closure must be what the parallel drain reaches. */
+    final_roots_begin();
+    mark_g.final_in_drain = lull_workers_count() && !lull_cfg.verify_parallel;
+    if (!mark_g.final_in_drain)
+        final_roots_part(tr);
     if (lull_cfg.verify_parallel)
         lull_mark_verify_parallel_save();
     uint64_t concurrent = atomic_load(&mark_g.scanned);
     lull_mark_drain(tr);
     mark_g.final_cards = atomic_load(&mark_g.cards_found);
-    mark_g.cards_in_drain = false;
+    mark_g.final_nursery_objects = atomic_load(&mark_g.nursery_objects);
+    mark_g.final_in_drain = false;
     atomic_fetch_add(&mark_g.scanned, concurrent);
     if (lull_cfg.verify_parallel && lull_workers_count())
         lull_mark_verify_parallel_check(tr);
     if (lull_cfg.verify_concurrent)
         verify_concurrent(tr);
-    mark_g.atomic_marks = false;
     __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
+}
+
+uint64_t lull_mark_final_young_bytes(void)
+{
+    return atomic_load(&mark_g.nursery_bytes);
+}
+
+void lull_mark_end_major(void)
+{
+    mark_g.ignore_nursery = mark_g.atomic_marks = false;
 }
 
 void lull_mark_abandon(void)
@@ -849,10 +959,11 @@ void lull_mark_abandon(void)
     __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
 }
 
-void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards)
+void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards, uint64_t *final_nursery_objects)
 {
     *precleaned = atomic_load(&mark_g.precleaned);
     *final_cards = mark_g.final_cards;
+    *final_nursery_objects = mark_g.final_nursery_objects;
 }
 
 static size_t bitmap_words(void)
@@ -933,8 +1044,8 @@ void lull_mark_verify_parallel_check(lull_tracer *tr)
 static void check_mod_union_slot(void **slotp, void *ctx)
 {
     uintptr_t holder = (uintptr_t)ctx, v = (uintptr_t)*slotp;
-    if (!lull_in_committed(v) || lull_in_nursery(v) || lull_is_marked(v))
-        return;
+    if (!lull_in_committed(v) || lull_in_nursery(v) || lull_is_marked(v) || lull_young_large_at(v) == v)
+        return;     /* the nursery and the young large objects are the final pause's roots */
     size_t card = ((uintptr_t)slotp - lull_heap_g.start) >> LULL_CARD_SHIFT;
     if (lull_heap_g.cards[card] == LULL_CARD_STORED || lull_heap_g.union_cards[card])
         return;
@@ -1020,6 +1131,8 @@ static void verify_concurrent(lull_tracer *tr)
     memset(bits, 0, n * sizeof(uint64_t));
     lull_roots_scan_threads(lull_mark_conservative, tr);
     lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, tr);
+    final_roots_begin();    /* the nursery and the young large objects are roots here too */
+    final_young_part(tr);
     drain(tr, false);
     for (size_t i = 0; i < n; i++) {
         uint64_t d = bits[i] & ~mark_g.shadow_parallel[i];

@@ -68,6 +68,14 @@ void lull_mark_assert_all_clear(void);
 /* Blacken until nothing is grey, with every marker (world stopped; tr is
  * the stopping thread's tracer, holding the greyed roots). */
 void lull_mark_drain(lull_tracer *tr);
+/* A minor while a concurrent mark runs (world stopped, the job stopped):
+ * the copies it makes are black (allocate black, below), so it greys
+ * their children in the old generation with grey_from_minor, into a
+ * tracer of its own (tr: one per minor tracer, no sharing), and hands
+ * each such tracer's grey objects to the mark with adopt_from_minor at
+ * its end (one thread). */
+void lull_mark_grey_from_minor(lull_tracer *tr, uintptr_t v);
+void lull_mark_adopt_from_minor(lull_tracer *tr);
 /* After a drain, in the same pause: blacken what was greyed since (the
  * objects kept for their finalizers), with every marker; the counts of
  * the drain go on. */
@@ -80,16 +88,17 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
 
 /* ---- the concurrent mark (major=concurrent) ----
  *
- * Initial pause (world stopped, after its minor): begin_concurrent turns
- * lull_marking() on and greys the roots, ignoring the nursery: minors keep
- * running and moving it. The grey objects are held, and after every pause
+ * Initial pause (world stopped, no minor): begin_concurrent turns
+ * lull_marking() on and greys what the roots point to, ignoring the
+ * nursery and the young large objects: minors keep running and moving or
+ * freeing them. The grey objects are held, and after every pause
  * resume_background lets worker 0 blacken them while the world runs
- * (reading slots atomically), then preclean the union table (mark.c).
- * Every pause first stops that job (lull_workers_stop_background): workers take part in
+ * (reading slots atomically), then preclean (mark.c). Every pause first
+ * stops that job (lull_workers_stop_background): workers take part in
  * pauses, and the minors' writes of slots, cards and the union table then
  * meet no marker (the choice of parking over making every minor store
  * atomic against a running marker: simpler, and a pause waits at most for
- * POLL_EVERY objects).
+ * POLL_EVERY objects or one 64 KiB slice of a large object).
  *
  * Incremental update: every reference store marks a card (lull_store).
  * A minor that clears a card while marking ORs it into the union table.
@@ -100,21 +109,27 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * goes into the union table (a store into an old object, as far as the
  * mark is concerned). So what the program drops before the final pause is
  * not kept for a cycle (allocating black, the game loop's live size grew
- * from mark to mark: alloc.c). At the
- * final pause every reference from a marked object to an unmarked one
- * lies on a dirty card of the union table or the card table, or in a grey
- * object; the final pause (finish, after its own minor, which moves its
- * cleared cards into the union table) rescans the roots, the union table's
- * cards and the cards still dirty after that minor, and drains with every
- * worker. The nursery is marked then, from the roots and from those cards.
+ * from mark to mark: alloc.c). At the final pause every reference from a
+ * marked object to an unmarked old one lies on a dirty card of the union
+ * table or the card table, or in a grey object.
+ *
+ * The final pause (finish; world stopped, no minor) rescans the roots, and
+ * takes every object in the nursery and every young large object as a
+ * root too: their reference slots are visited (what they point to in the
+ * major heap is greyed), they themselves are not marked and the sweep
+ * leaves them alone; the next minor judges them as usual. Then the cards
+ * dirty in the union table or stored to since their preclean, and the
+ * drain, with every worker. A dead nursery object keeps what it points to
+ * for one more cycle (floating garbage); in exchange neither pause copies
+ * anything: a minor in each (as SGen does) made them as long as a minor,
+ * 5-10 ms on the game loop, where the issue asks for 5 ms at most.
  *
  * Card values (heap.h): the barrier stores CARD_STORED; the preclean turns
  * such a card into CARD_YOUNG (dirty for the minors only) once it has
  * rescanned the card's marked objects; a minor ORs into the union table
  * only the CARD_STORED cards it clears. So the final pause rescans the
- * cards stored to since their last rescan, and the cards its own minor
- * left dirty (old-to-young references: the way to nursery objects that
- * only scanned old objects reference), not every card ever dirtied.
+ * cards stored to since their last rescan and the union cards, not every
+ * card ever dirtied.
  *
  * Cementing: a minor clears the card of a slot that points to a cemented
  * object, and the cement table is forgotten at the end of every major, so
@@ -135,12 +150,22 @@ bool lull_mark_ready(void);
 bool lull_mark_background_done(void);
 /* Concurrent marks begun so far. */
 uint64_t lull_mark_cycle(void);
-/* The final pause's mark (world stopped, tr empty). */
+/* The final pause's mark (world stopped, tr empty, no minor before it):
+ * afterwards lull_marking() is false but the nursery is still ignored
+ * until lull_mark_end_major. */
 void lull_mark_finish(lull_tracer *tr);
 /* lull_shutdown during a mark: drop it. */
 void lull_mark_abandon(void);
-/* Union cards the last mark's job precleaned, and its final pause rescanned. */
-void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards);
+/* Cards the last mark's job precleaned, the cards its final pause
+ * rescanned, and the nursery and young large objects that pause visited. */
+void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards, uint64_t *final_nursery_objects);
+/* The end of every major's pause, after its weak and finalizer passes
+ * (which mark what finalizable objects reach, still ignoring the nursery
+ * in a final pause): the next mark starts from scratch. */
+void lull_mark_end_major(void);
+/* The bytes of the nursery and young large objects the last final pause
+ * kept as roots (live data of that major). */
+uint64_t lull_mark_final_young_bytes(void);
 
 /* LULL_GC_DEBUG=verify-parallel (world stopped). Call save before the
  * drain, after the roots are greyed; check after the parallel drain: it

@@ -65,6 +65,7 @@ typedef struct minor_tracer {
     lull_tracer *tr;
     lull_alloc_caches promo;
     uint64_t promoted;
+    lull_tracer mark_tr;        /* while a concurrent mark runs: what this tracer greys for it */
 } minor_tracer;
 
 /* The nursery's state: one instance (nursery_g), written by the thread
@@ -364,20 +365,65 @@ uintptr_t lull_nursery_find(uintptr_t a, bool interior)
     return r ? find_in(r, a, interior) : 0;
 }
 
+/* The objects of logged range i. */
+static void each_object_in(size_t i, void (*fn)(uintptr_t obj, void *ctx), void *ctx)
+{
+    for (uintptr_t p = nursery_g.log_[i].start; p < nursery_g.log_[i].end;) {
+        uintptr_t h = *(uintptr_t *)p;
+        if (!h) {
+            p += LULL_GRANULE;
+            continue;
+        }
+        size_t sz = walk_size(p, h);
+        fn(p, ctx);
+        p += sz;
+    }
+}
+
+/* The log's order does not matter to a walk (only to lookups), but every
+ * active TLAB's range must end where its thread's allocation does: a
+ * minor sets that first, a concurrent major's pauses with
+ * lull_nursery_sync_tlabs. */
 void lull_nursery_each_object(void (*fn)(uintptr_t obj, void *ctx), void *ctx)
 {
-    LULL_ASSERT(nursery_g.log_sorted);
     for (size_t i = 0; i < nursery_g.log_n; i++)
-        for (uintptr_t p = nursery_g.log_[i].start; p < nursery_g.log_[i].end;) {
-            uintptr_t h = *(uintptr_t *)p;
-            if (!h) {
-                p += LULL_GRANULE;
-                continue;
+        each_object_in(i, fn, ctx);
+}
+
+void lull_nursery_sync_tlabs(void)
+{
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        if (t->tlab_log != NO_LOG)
+            nursery_g.log_[t->tlab_log].end = (uintptr_t)t->tlab->next;
+}
+
+/* A concurrent major's final pause (mark.c): the nursery is a root set.
+ * Each caller claims NURSERY_CLAIM logged ranges at a time through *next
+ * and visits every reference slot of every object in them. The ranges
+ * are TLABs and runs of pinned objects, at most a TLAB long each. */
+#define NURSERY_CLAIM 8u
+size_t lull_nursery_scan_part(atomic_size_t *next, lull_visit_fn visit, void *ctx, uint64_t *bytes)
+{
+    size_t objects = 0, n = nursery_g.log_n;
+    for (;;) {
+        size_t i0 = atomic_fetch_add_explicit(next, NURSERY_CLAIM, memory_order_relaxed);
+        if (i0 >= n)
+            return objects;
+        size_t i1 = i0 + NURSERY_CLAIM < n ? i0 + NURSERY_CLAIM : n;
+        for (size_t i = i0; i < i1; i++)
+            for (uintptr_t p = nursery_g.log_[i].start; p < nursery_g.log_[i].end;) {
+                uintptr_t h = *(uintptr_t *)p;
+                if (!h) {
+                    p += LULL_GRANULE;
+                    continue;
+                }
+                lull_trace_slots(p, visit, ctx);
+                objects++;
+                size_t sz = walk_size(p, h);
+                *bytes += sz;
+                p += sz;
             }
-            size_t sz = walk_size(p, h);
-            fn(p, ctx);
-            p += sz;
-        }
+    }
 }
 
 /* The slots of a large object `obj` that lie in [lo, hi) (one dirty
@@ -662,6 +708,10 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v)
             continue;
         }
         __atomic_store_n((uintptr_t *)c, h, __ATOMIC_RELEASE);
+        /* Allocate black while a concurrent mark runs (mark.h): its
+         * children in the old generation are greyed when this minor
+         * scans it (forward_black_slot). */
+        lull_mark_allocated(c);
         mt->promoted += size;
         LULL_PROBE4(object_promoted, v, c, size, LULL_PROBE_TYPE_NAME(lull_header_type(h)));
         if (refs)
@@ -684,6 +734,12 @@ static void forward_slot(void **slotp, void *ctx)
 /* A slot in the major heap or a large object. Two tracers may visit one
  * at once (a copy scanned both from its grey entry and from a dirty card
  * of its block); both store the same value. */
+/* A slot in the major heap or a large object. Two tracers may visit one
+ * at once (a copy scanned both from its grey entry and from a dirty card
+ * of its block); both store the same value. A concurrent mark needs no
+ * record of this slot: the copy it now points to is black, and a young
+ * large object is either made old and black by this minor or stays the
+ * nursery's, a root of the final pause (mark.h). */
 static void forward_old_slot(void **slotp, void *ctx)
 {
     uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_RELAXED);
@@ -694,29 +750,32 @@ static void forward_old_slot(void **slotp, void *ctx)
         reach_large(((minor_tracer *)ctx)->tr, large);
         /* The object may stay young: remember this old slot (heap.h). */
         set_card(slot);
-        /* A concurrent mark skipped the young object (mark.c) and may have
-         * precleaned this slot's card meanwhile: as for a copy below, the
-         * mark must visit this slot again. */
-        if (lull_marking())
-            __atomic_store_n(&lull_heap_g.union_cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT], 1,
-                             __ATOMIC_RELAXED);
         return;
     }
     uintptr_t n = forward(ctx, v);
     __atomic_store_n(slot, n, __ATOMIC_RELAXED);
     if (lull_in_nursery(n))
         old_slot_to_young(slot, n);
-    else if (lull_marking())
-        /* A store into an old object, as far as a concurrent mark is
-         * concerned: the copy is white (mark.h), so this slot must be
-         * rescanned if its object is marked. */
-        __atomic_store_n(&lull_heap_g.union_cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT], 1,
-                         __ATOMIC_RELAXED);
+}
+
+/* While a concurrent mark runs, a slot of a black object this minor scans
+ * whole (a copy, or a young large object it reached, which becomes black
+ * when it turns old): forwarded, then what it leads to in the old
+ * generation is greyed for the mark (nursery and young large objects are
+ * ignored there, mark.h). */
+static void forward_black_slot(void **slotp, void *ctx)
+{
+    minor_tracer *mt = ctx;
+    forward_old_slot(slotp, ctx);
+    uintptr_t v = __atomic_load_n((uintptr_t *)slotp, __ATOMIC_RELAXED);
+    if (v && !lull_in_nursery(v))
+        lull_mark_grey_from_minor(&mt->mark_tr, v);
 }
 
 static void scan_gray(minor_tracer *mt, uintptr_t obj)
 {
-    lull_trace_slots(obj, lull_in_nursery(obj) ? forward_slot : forward_old_slot, mt);
+    lull_trace_slots(obj, lull_in_nursery(obj) ? forward_slot : lull_marking() ? forward_black_slot : forward_old_slot,
+                     mt);
 }
 
 static void drain_local(lull_tracer *tr, void *arg)
@@ -764,11 +823,16 @@ static void scan_small_card(minor_tracer *mt, uint32_t bi, uint32_t cls, uintptr
 }
 
 /* Before any copy (one thread): list the blocks whose marked cards must be
- * scanned; clear the cards of every other block. */
+ * scanned; clear the cards of every other block. While a concurrent mark
+ * runs, the stored ones go into the union table first, as scan_card does:
+ * a young large object, whose cards a minor does not scan, may be marked
+ * and scanned already (a conservative root reached it), and check-mod-union
+ * caught a store into one that this clearing hid from the mark. */
 static void list_card_work(void)
 {
     uint8_t *cards = lull_heap_g.cards;
     uint32_t frontier = lull_frontier();
+    bool marking = lull_marking();
     size_t n = 0;
     for (uint32_t bi = 0; bi < frontier; bi++) {
         uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
@@ -787,6 +851,10 @@ static void list_card_work(void)
                 continue;
             }
         }
+        if (marking)
+            for (size_t c = 0; c < CARDS_PER_BLOCK; c++)
+                if (bc[c] == LULL_CARD_STORED)
+                    lull_heap_g.union_cards[(size_t)bi * CARDS_PER_BLOCK + c] = 1;
         memset(bc, 0, CARDS_PER_BLOCK);
     }
     nursery_g.ncwork = n;
@@ -1040,8 +1108,9 @@ static void drain_rest(minor_tracer *self)
 
 /* After the copying (handles.h): where a young object is now, or 0 if it
  * died. A nursery object survived if it was forwarded or pinned; a young
- * large object if the minor reached it (or a mark marked it: it is kept,
- * lull_los_end_minor). Anything else is not this minor's to judge. */
+ * large object if the minor reached it (one it did not reach is garbage
+ * even if a mark marked it: lull_los_end_minor keeps it, emptied, for
+ * that mark's sake). Anything else is not this minor's to judge. */
 static uintptr_t minor_fate(uintptr_t v, void *ctx)
 {
     (void)ctx;
@@ -1052,7 +1121,7 @@ static uintptr_t minor_fate(uintptr_t v, void *ctx)
         return h & LULL_HDR_PINNED ? v : 0;
     }
     if (lull_young_large_at(v) == v && !(__atomic_load_n(&lull_block_of(v)->young, __ATOMIC_RELAXED) & LULL_LARGE_REACHED))
-        return lull_is_marked(v) ? v : 0;
+        return 0;
     return v;
 }
 
@@ -1076,9 +1145,7 @@ uint64_t lull_nursery_collect(bool may_age)
     }
 
     /* The used part of every active TLAB is what its thread allocated. */
-    for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        if (t->tlab_log != NO_LOG)
-            nursery_g.log_[t->tlab_log].end = (uintptr_t)t->tlab->next;
+    lull_nursery_sync_tlabs();
     sort_log();
     cement_new_cycle();
 
@@ -1149,6 +1216,7 @@ uint64_t lull_nursery_collect(bool may_age)
     for (unsigned i = 0; i < ntracers; i++) {
         promoted += nursery_g.mt[i].promoted;
         unused += lull_major_drop_caches(&nursery_g.mt[i].promo);
+        lull_mark_adopt_from_minor(&nursery_g.mt[i].mark_tr);
     }
     nursery_g.promoted_by_workers = promoted - self->promoted;
     nursery_g.handed = 0;
@@ -1172,11 +1240,15 @@ static void clear_if_dead(uintptr_t obj, void *ctx)
         *(uint64_t *)ctx += lull_align_up(size, LULL_GRANULE);
 }
 
-uint64_t lull_nursery_after_major(void)
+uint64_t lull_nursery_after_major(bool marked)
 {
     uint64_t live = 0;
-    lull_nursery_each_object(clear_if_dead, &live);
-    lull_mark_clear_blocks(nursery_g.first_block, nursery_g.nblocks);
+    if (marked) {
+        lull_nursery_each_object(clear_if_dead, &live);
+        lull_mark_clear_blocks(nursery_g.first_block, nursery_g.nblocks);
+    }
+    /* The mark re-marked the card of every old slot it found pointing into
+     * the nursery (mark.c: visit), cemented objects' included. */
     memset(nursery_g.cement, 0, CEMENT_SLOTS * sizeof *nursery_g.cement);
     nursery_g.ncemented = 0;
     return live;

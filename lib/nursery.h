@@ -52,6 +52,7 @@
 #ifndef LULL_NURSERY_H
 #define LULL_NURSERY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -114,13 +115,27 @@ uint64_t lull_nursery_trace_ns(void);
 size_t   lull_nursery_size(void);
 void     lull_nursery_resize(size_t bytes);
 
-/* After a major's mark (world stopped): zero the dead, clear the
- * survivors' mark bits and forget cemented objects. Returns the bytes of
- * the survivors (pinned objects still in the nursery are live data too). */
-uint64_t lull_nursery_after_major(void);
+/* After a major's mark (world stopped): forget cemented objects, and if
+ * the mark marked the nursery (a synchronous major, whose minor left only
+ * pinned objects there), zero the dead and clear the survivors' mark bits.
+ * Returns the bytes of the survivors (pinned objects still in the nursery
+ * are live data too); 0 when unmarked (a concurrent major's final pause
+ * keeps the whole nursery: it was a root set, mark.h). */
+uint64_t lull_nursery_after_major(bool marked);
 
-/* Every object in the nursery (world stopped, after a minor). */
+/* Every object in the nursery (world stopped, after a minor or
+ * lull_nursery_sync_tlabs), in no particular order. */
 void lull_nursery_each_object(void (*fn)(uintptr_t obj, void *ctx), void *ctx);
+/* A pause that is not a minor (world stopped): make every active TLAB's
+ * logged range end where its thread's allocation does, so that the walks
+ * above and below see every object allocated so far. */
+void lull_nursery_sync_tlabs(void);
+/* The final pause of a concurrent major treats the nursery as a root set
+ * (mark.h): visit(slot, ctx) on every reference slot of every nursery
+ * object, the work shared by every caller through *next (start at 0;
+ * world stopped, after lull_nursery_sync_tlabs). Returns the objects this
+ * caller visited, and adds their bytes to *bytes. */
+size_t lull_nursery_scan_part(atomic_size_t *next, lull_visit_fn visit, void *ctx, uint64_t *bytes);
 
 /* LULL_GC_DEBUG=check-cards: every old-to-young reference has its card
  * marked (before a minor, after pinning). verify-nursery: no reference

@@ -22,8 +22,13 @@ static struct {
     uint64_t allowance;         /* ... that may be, before the next major */
     uint64_t trigger;           /* ... at which a concurrent major starts */
     uint64_t at_mark_start;     /* allocated_since when the running mark began */
-    uint64_t during_mark;       /* bytes allocated while the last mark ran */
-    bool measured;              /* during_mark holds a measurement */
+    uint64_t mark_start_ns;     /* ... and when */
+    /* Pacing (set_trigger), measured over the concurrent marks so far as
+     * moving averages (weight 1/2): bytes the program allocated in the
+     * major heap per ns while a mark ran, and live bytes a mark got
+     * through per ns from its initial to its final pause. */
+    double alloc_rate, mark_rate;
+    bool measured;              /* the rates hold a measurement */
 
     /* The pause target (lull_set_pause_target). The model of a minor's
      * pause, fitted after every minor: fixed_ns + per_byte_ns * (bytes
@@ -37,17 +42,22 @@ static struct {
 } policy_g;
 
 /* Pacing of concurrent majors. A mark that starts when allocated_since
- * reaches `trigger` should end before the allowance is used up: the
- * trigger leaves room for 1.5 times what the program allocated in the
- * major heap while the last mark ran (the allocation rate times the mark's
- * duration, both measured over the previous cycle), between an eighth and
- * seven eighths of the allowance; half of it before anything is measured.
- * A mark still running when the allowance is used up is finished with the
- * world stopped if synchronous majors are allowed; if not, the heap grows
- * until the mark ends on its own. */
+ * reaches `trigger` should end before the allowance is used up. The next
+ * mark is predicted to take live / mark_rate ns (the live size the last
+ * major found, at the rate marks got through it), and the program to
+ * allocate alloc_rate bytes per ns meanwhile: the trigger leaves room for
+ * 1.5 times that, between an eighth and seven eighths of the allowance;
+ * half of it before anything is measured. A mark still running when the
+ * allowance is used up is finished with the world stopped if synchronous
+ * majors are allowed; if not, the heap grows until the mark ends on its
+ * own (and the rates measured then start the next one earlier). */
 static void set_trigger(void)
 {
-    uint64_t a = policy_g.allowance, room = policy_g.measured ? policy_g.during_mark + policy_g.during_mark / 2 : a / 2;
+    uint64_t a = policy_g.allowance, room = a / 2;
+    if (policy_g.measured && policy_g.mark_rate > 0) {
+        double wall = (double)a / policy_g.mark_rate, r = 1.5 * policy_g.alloc_rate * wall;
+        room = r < (double)a ? (uint64_t)r : a;
+    }
     uint64_t t = room < a ? a - room : 0;
     if (t < a / 8)
         t = a / 8;
@@ -62,8 +72,9 @@ void lull_policy_init(void)
     policy_g.fixed_known = policy_g.per_byte_known = policy_g.said_unreachable = false;
     policy_g.fixed_ns = policy_g.per_byte_ns = policy_g.predicted_ns = 0;
     __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
-    policy_g.allocated_since = 0;
+    policy_g.allocated_since = policy_g.at_mark_start = policy_g.mark_start_ns = 0;
     policy_g.allowance = MIN_ALLOWANCE;
+    policy_g.alloc_rate = policy_g.mark_rate = 0;
     policy_g.measured = false;
     set_trigger();
 }
@@ -71,6 +82,7 @@ void lull_policy_init(void)
 void lull_policy_note_mark_start(void)
 {
     policy_g.at_mark_start = policy_g.allocated_since;
+    policy_g.mark_start_ns = lull_now_ns();
 }
 
 void lull_policy_note_allocated(uint64_t bytes)
@@ -83,14 +95,23 @@ void lull_policy_note_unused(uint64_t bytes)
     policy_g.allocated_since = bytes > policy_g.allocated_since ? 0 : policy_g.allocated_since - bytes;
 }
 
+static void average(double *v, double sample)
+{
+    *v = policy_g.measured ? (*v + sample) / 2 : sample;
+}
+
 void lull_policy_after_major(uint64_t live_bytes)
 {
-    if (lull_cfg.major == LULL_MAJOR_CONCURRENT && policy_g.allocated_since >= policy_g.at_mark_start &&
-        policy_g.at_mark_start) {
-        policy_g.during_mark = policy_g.allocated_since - policy_g.at_mark_start;
+    /* A concurrent major (its initial pause noted the start): measure. */
+    if (policy_g.mark_start_ns && policy_g.allocated_since >= policy_g.at_mark_start) {
+        double wall = (double)(lull_now_ns() - policy_g.mark_start_ns);
+        if (wall < 1)
+            wall = 1;
+        average(&policy_g.alloc_rate, (double)(policy_g.allocated_since - policy_g.at_mark_start) / wall);
+        average(&policy_g.mark_rate, (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / wall);
         policy_g.measured = true;
     }
-    policy_g.allocated_since = policy_g.at_mark_start = 0;
+    policy_g.allocated_since = policy_g.at_mark_start = policy_g.mark_start_ns = 0;
     policy_g.allowance = live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE;
     set_trigger();
 }
@@ -159,6 +180,12 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
     policy_g.predicted_ns = policy_g.fixed_ns + policy_g.per_byte_ns * (double)lull_nursery_size();
 }
 
+void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance)
+{
+    *trigger = policy_g.trigger;
+    *allowance = policy_g.allowance;
+}
+
 double lull_policy_predicted_minor_ns(void)
 {
     return policy_g.predicted_ns;
@@ -217,19 +244,35 @@ static int while_marking(int otherwise, const char **reason)
 int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **reason)
 {
     switch (ev) {
-    case LULL_POLICY_SLOW_ALLOC:
+    case LULL_POLICY_SLOW_ALLOC: {
+        int what = -1;
         if (lull_marking()) {
             *reason = "";
-            return while_marking(-1, reason);
+            what = while_marking(-1, reason);
+        } else if (major_due()) {
+            *reason = "allowance used up";
+            what = start_major();
         }
-        *reason = "allowance used up";
-        return major_due() ? start_major() : -1;
+        if (what < 0 && lull_los_young_bytes() >= lull_nursery_size()) {
+            /* Large objects are young until a minor judges them (heap.h);
+             * a program that allocates only those would never see one. */
+            *reason = "young large objects";
+            what = LULL_GEN_NURSERY;
+        }
+        return what;
+    }
     case LULL_POLICY_NURSERY_FULL:
+        /* Only a pause with a minor empties the nursery: a minor, or a
+         * synchronous major (major=stw: the minor would promote into a
+         * heap already due for one). A concurrent major's pauses run no
+         * minor (mark.h); the allocation's next decision point starts or
+         * finishes it. */
         *reason = "nursery full";
-        if (lull_marking())
-            return while_marking(LULL_GEN_NURSERY, reason);
-        /* The minor would promote into a heap already due for a major. */
-        return major_due() ? start_major() : LULL_GEN_NURSERY;
+        if (!lull_marking() && major_due() && lull_cfg.major != LULL_MAJOR_CONCURRENT) {
+            *reason = "allowance used up";
+            return LULL_GEN_MAJOR;
+        }
+        return LULL_GEN_NURSERY;
     case LULL_POLICY_OUT_OF_MEMORY:
         /* Synchronous whatever the switch says (API.md): the allocation
          * fails otherwise. A running concurrent mark is finished. */

@@ -50,6 +50,9 @@ void lull_policy_note_unused(uint64_t bytes);
 void lull_policy_after_major(uint64_t live_bytes);
 /* A concurrent major's initial pause (gc lock held): pacing measures from here. */
 void lull_policy_note_mark_start(void);
+/* For the log (gc lock held): the major-heap bytes after which the next
+ * major starts, and the allowance they count against. */
+void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance);
 
 /* The nursery's size for the pause target (gc lock held; the rule is in
  * policy.c): after every minor, the nursery bytes handed out before it,

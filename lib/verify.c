@@ -2,13 +2,22 @@
 
 #include <stdio.h>
 
-#include "heap.h"
 #include "handles.h"
+#include "heap.h"
 #include "mark.h"
+#include "nursery.h"
 #include "roots.h"
 #include "trace.h"
 #include "util.h"
 
+/* The final pause of a concurrent major kept the nursery and the young
+ * large objects as roots, unmarked (lull_verify_marked). */
+static bool young_roots;
+
+static bool kept_young(uintptr_t v)
+{
+    return young_roots && (lull_in_nursery(v) || lull_young_large_at(v) == v);
+}
 
 /* Where a checked reference lies: in object `obj`, or (obj 0) in a root
  * of kind `root`. */
@@ -22,7 +31,7 @@ static void check_ref(void **slot, void *ctx)
 {
     const where *w = ctx;
     uintptr_t v = (uintptr_t)*slot;
-    if (!v || (!w->obj && !lull_in_committed(v)))
+    if (!v || kept_young(v) || (!w->obj && !lull_in_committed(v)))
         return;     /* a root may hold what is no heap pointer: the mark ignores it too */
     char at[160];
     if (w->obj) {
@@ -82,13 +91,28 @@ static void check_weak(uintptr_t target, void *ctx)
     check_ref(&slot, ctx);
 }
 
-void lull_verify_marked(void)
+static void verify_young_root(uintptr_t obj, void *ctx)
 {
+    (void)ctx;
+    where w = { .obj = obj };
+    lull_trace_slots(obj, check_ref, &w);
+}
+
+void lull_verify_marked(bool young)
+{
+    static uintptr_t young_large[LULL_LOS_MAX_YOUNG];    /* world stopped */
+    young_roots = young;
     first_free_marked = 0;
     lull_heap_each_marked(false, verify_object, NULL);
+    if (young) {
+        lull_nursery_each_object(verify_young_root, NULL);
+        for (size_t i = 0, n = lull_los_young_list(young_large, LULL_LOS_MAX_YOUNG); i < n; i++)
+            verify_object(young_large[i], NULL);
+    }
     /* The precise roots (registered, NORMAL handles, the finalizer queue)
-     * and, after the weak pass, the weak handles name marked objects too:
-     * a root the mark did not update after moving its target would not. */
+     * and, after the weak pass, the weak handles name marked objects too
+     * (or kept young ones): a root the mark did not update after moving
+     * its target would not. */
     where root = { .root = "a precise root (registered, a NORMAL handle, or a queued finalizer)" };
     lull_roots_scan(NULL, check_ref, &root);
     where weak = { .root = "a weak handle" };

@@ -54,10 +54,15 @@ static NOINLINE void make_garbage(size_t bytes)
         CHECK(lull_alloc(&tnode_type) != NULL, "lull_alloc failed");
 }
 
-/* Minors caused by allocating GARBAGE bytes of short-lived nodes. */
+/* Minors caused by allocating GARBAGE bytes of short-lived nodes. The
+ * pause target is set as far as it goes, so that the nursery keeps the
+ * size asked for (a sanitizer's slow minors on a loaded machine made
+ * the adaptive nursery shrink). */
 static uint64_t minors_for_garbage(const char *params)
 {
-    init_or_die(params);
+    char with_target[256];
+    snprintf(with_target, sizeof with_target, "%s,pause-target=10s", params);
+    init_or_die(with_target);
     lull_stats a = get_stats();
     make_garbage(GARBAGE);
     lull_stats b = get_stats();
@@ -313,13 +318,18 @@ static uint64_t sync_majors_under_pressure(const char *params, bool switch_off)
     if (switch_off)
         CHECK(lull_set_allow_synchronous_major(false), "%s: the switch was not honoured", params);
     struct tnode *volatile l = list_build(1, 60000);
+    /* Promoted: the mark has the list to trace (a concurrent major's pauses
+     * run no minor, and a list left in the nursery is a root of the final
+     * pause instead, lib/mark.h). */
+    lull_collect(LULL_GEN_NURSERY);
     static const lull_type blob = { .name = "blob4k", .size = 4096 };
     for (int i = 0; i < 40000; i++)
         CHECK(lull_alloc(&blob), "%s: alloc", params);
     lull_stats st = get_stats();
     list_verify(l, 1, 60000, params);
     lull_shutdown();
-    CHECK(st.collections_major > 0, "%s: 160 MiB of 4 KiB objects started no major", params);
+    /* Started: a refused mark may still run when the loop ends. */
+    CHECK(st.pauses_major > 0, "%s: 160 MiB of 4 KiB objects started no major", params);
     return st.collections_major_sync;
 }
 
@@ -353,21 +363,23 @@ static void test_log(void)
     lull_collect(LULL_GEN_MAJOR);
     const char *out = capture_end();
     lull_shutdown();
-    /* A concurrent major logs its initial pause and, with the whole
-     * major's figures, its final pause. */
+    /* An explicit major begins with a minor (collect.c); a concurrent
+     * major logs its initial pause and, with the whole major's figures,
+     * its final pause. */
     const char *want[] = { "lull: collection 1 (minor, explicit): pause ",
-                           "lull: collection 2 (major start, explicit): pause ",
-                           "lull: collection 2 (major, explicit): pause " };
+                           "lull: collection 2 (minor, explicit): pause ",
+                           "lull: collection 3 (major start, explicit): pause ",
+                           "lull: collection 3 (major, explicit): pause " };
     const char *line = out;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         CHECK(line && !strncmp(line, want[i], strlen(want[i])),
               "LULL_GC_DEBUG=log: line %d should begin \"%s\": got \"%s\"", i + 1, want[i], out);
         line = strchr(line, '\n');
         CHECK(line, "LULL_GC_DEBUG=log: line %d unterminated: \"%s\"", i + 1, out);
         line++;
     }
-    CHECK(!*line, "LULL_GC_DEBUG=log: more than three lines: \"%s\"", out);
-    const char *last = strstr(out, want[2]);
+    CHECK(!*line, "LULL_GC_DEBUG=log: more than four lines: \"%s\"", out);
+    const char *last = strstr(out, want[3]);
     CHECK(strstr(last, ", live ") && strstr(last, " MiB, heap ") && strstr(last, "concurrent mark done"),
           "LULL_GC_DEBUG=log: the major's line has no live and heap size, or no word of its mark: \"%s\"", out);
     printf("options: LULL_GC_DEBUG=log: one line per collection\n");

@@ -139,12 +139,17 @@ static void hook(const lull_pause_event *ev, void *data)
  * run while it marks; the dropped array is kept until the final pause and
  * must not hold references into the evacuated nursery meanwhile
  * (verify-nursery checks every object after each minor, dead ones too). */
+static void *ring[8];          /* precise roots: old data replaced round by round */
+
 static void dead_array_while_marking(void)
 {
     lull_set_pause_hook(hook, NULL);
+    CHECK(lull_root_add_refs(ring, 8) == 0, "lull_root_add_refs");
     int rounds = 0;
     for (int i = 0; i < 2000 && rounds < 5; i++) {
-        bytes_new(MB, (uint64_t)i);   /* large, dropped: what starts majors here */
+        /* Large, kept for 8 rounds (old by then), then dropped: the major
+         * heap grows by 1 MiB a round, which starts majors here. */
+        ring[i % 8] = bytes_new(MB, (uint64_t)i);
         garbage(2000);
         if (mark_running) {
             run_in_fresh_thread(fill_dead);
@@ -153,6 +158,7 @@ static void dead_array_while_marking(void)
         }
     }
     lull_set_pause_hook(NULL, NULL);
+    lull_root_remove(ring);
     printf("dropped arrays while a mark ran: %d\n", rounds);
     const char *dbg = getenv("LULL_GC_DEBUG");
     if (dbg && strstr(dbg, "mark-delay"))   /* else the marks may be too short to meet */
