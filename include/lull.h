@@ -363,6 +363,11 @@ typedef struct lull_stats {
      * pending). */
     uint64_t finalizers_queued;
     uint64_t finalizers_run;
+    /* Evacuation (additions to API.md): objects synchronous majors have
+     * moved out of sparsely occupied size classes since lull_init, and the
+     * bytes of their slots (evacuation-threshold, README). */
+    uint64_t objects_evacuated;
+    uint64_t bytes_evacuated;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

@@ -96,10 +96,11 @@ static void collect_if(lull_policy_event ev, unsigned long arg)
  * after the header is out. Its slots are all NULL, so it has no child to
  * grey; what the program stores into it marks a card the mark rescans.
  * A young large object is the nursery's instead (heap.h): marked when a
- * minor makes it old. */
-static inline void publish_major(uintptr_t *p, const lull_type *type, bool young)
+ * minor makes it old. tag: header bits the object carries for life
+ * (LULL_HDR_NOMOVE, heap.h). */
+static inline void publish_major(uintptr_t *p, const lull_type *type, uintptr_t tag, bool young)
 {
-    __atomic_store_n(&p[0], (uintptr_t)type, __ATOMIC_RELEASE);
+    __atomic_store_n(&p[0], (uintptr_t)type | tag, __ATOMIC_RELEASE);
     if (!young)
         lull_mark_allocated((uintptr_t)p);
 }
@@ -110,7 +111,7 @@ static void *fail_enomem(void)
     return NULL;
 }
 
-static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, size_t length)
+static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
 {
     bool has_refs = lull_type_has_refs(type);
     uintptr_t *p = NULL;
@@ -145,7 +146,7 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
         /* Header last: the object exists for the collector from here on. */
         if (length)
             p[1] = length;
-        publish_major(p, type, bytes > LULL_MAX_SMALL && lull_young_large_at((uintptr_t)p) == (uintptr_t)p);
+        publish_major(p, type, tag, bytes > LULL_MAX_SMALL && lull_young_large_at((uintptr_t)p) == (uintptr_t)p);
         lull_thread_count_alloc(t, bytes);
     }
     lull_gc_unlock();
@@ -167,7 +168,8 @@ static void debug_collect_every(void)
     }
 }
 
-static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t bytes, size_t length)
+/* tag: header bits the object carries for life (LULL_HDR_NOMOVE, heap.h). */
+static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
 {
     if (LULL_LIKELY(bytes <= LULL_MAX_SMALL)) {
         lull_alloc_cache *c = &t->caches.c[lull_type_has_refs(type)][lull_size_class(bytes)];
@@ -179,7 +181,7 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
             memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
             if (length)
             p[1] = length;
-            publish_major(p, type, false);
+            publish_major(p, type, tag, false);
         }
         lull_exit_critical(t);
         if (LULL_LIKELY(p)) {
@@ -187,7 +189,7 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
             return p;
         }
     }
-    return alloc_slow(t, type, bytes, length);
+    return alloc_slow(t, type, bytes, length, tag);
 }
 
 /* Bump-allocate from the thread's TLAB, refilling it (and collecting when
@@ -254,7 +256,7 @@ void *lull__alloc_slow(const lull_type *type, size_t length, int array)
             return p;
         }
     }
-    return alloc_common(t, type, bytes, array ? length : 0);
+    return alloc_common(t, type, bytes, array ? length : 0, 0);
 }
 
 /* The real functions behind lull.h's macros of the same name. */
@@ -270,11 +272,12 @@ void *(lull_alloc_array)(const lull_type *type, size_t length)
 
 void *lull_alloc_pinned(const lull_type *type)
 {
-    /* Straight into the major heap, which never moves objects. */
+    /* Straight into the major heap, whose objects only an evacuating major
+     * moves; NOMOVE in the header makes it leave this one in place. */
     lull_thread *t = attached_self("lull_alloc_pinned");
     check_type("lull_alloc_pinned", type, false);
     LULL_PROBE2(alloc_pinned, LULL_PROBE_TYPE_NAME(type), type->size);
-    return alloc_common(t, type, type->size, 0);
+    return alloc_common(t, type, type->size, 0, LULL_HDR_NOMOVE);
 }
 
 /* Could `a`, whose first word is `hdr`, be the start of an object? Without

@@ -285,10 +285,12 @@ int lull_heap_shot(lull_heap_shot_fn fn, void *data)
 }
 
 /* After a synchronous major's mark (handles.h): an object lives if it is
- * marked (the nursery's pinned survivors included). Nothing moves. */
+ * marked (the nursery's pinned survivors included), at its copy if the
+ * mark evacuated it (mark.h). */
 static uintptr_t major_fate(uintptr_t obj, void *ctx)
 {
     (void)ctx;
+    obj = lull_mark_forwarded(obj);
     return lull_is_marked(obj) ? obj : 0;
 }
 
@@ -397,12 +399,17 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
             /* Mark: every mark bit is clear before (checked in checked
              * builds); afterwards exactly the objects reachable from
              * stacks, registers and registered roots are marked, the
-             * nursery's pinned survivors included. */
+             * nursery's pinned survivors included. Sparse size classes
+             * are evacuated on the way (mark.h): the conservative roots
+             * go first, so that what they pin is marked in place before
+             * anything is copied; the precise roots are updated. */
             finish_sweep_in_pause();
             lull_major_assert_all_swept();
             lull_mark_assert_all_clear();
             lull_roots_scan_threads(lull_mark_conservative, &tr);
-            lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
+            lull_roots_scan(lull_mark_conservative, NULL, &tr);
+            lull_mark_begin_evacuation();
+            lull_roots_scan(NULL, lull_mark_precise_slot, &tr);
             if (lull_cfg.verify_parallel)
                 lull_mark_verify_parallel_save();
             lull_mark_drain(&tr);
@@ -420,6 +427,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, fate, NULL);
         lull_mark_end_major();
         lull_tracer_release(&tr);
+        lull_mark_end_evacuation();
         LULL_PROBE1(mark_end, lull_mark_overflows());
         uint64_t t_marked = lull_now_ns();
         LULL_TL(LULL_TL_MARK, t_minor, t_marked - t_minor, lull_mark_overflows(), 0, 0, NULL);
@@ -488,6 +496,14 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     lull_stats_record_pause(kind, pause);
     if (!start)
         lull_stats_record_collection(kind, synchronous, live);
+    unsigned evac_classes = 0;
+    uint32_t evac_blocks = 0;
+    uint64_t evac_objects = 0, evac_bytes = 0;
+    if (ends_major) {
+        lull_mark_evacuated(&evac_classes, &evac_blocks, &evac_objects, &evac_bytes);
+        if (evac_objects)
+            lull_stats_note_evacuated(evac_objects, evac_bytes);
+    }
     if (collect_g.pause_hook) {
         lull_pause_event ev = { .generation = major_pause ? LULL_GEN_MAJOR : LULL_GEN_NURSERY,
                                 .collection = collect_g.ncollections + (start ? 1 : 0),
@@ -501,7 +517,11 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
             lull_mark_last_work(&marked, &by_stopper);
             if (finish)
                 lull_mark_concurrent_work(&precleaned, &final_cards, &final_young);
-            char conc[200] = "";
+            char conc[200] = "", evac[128] = "";
+            if (evac_classes)
+                snprintf(evac, sizeof evac, ", evacuated %llu objects (%.1f KiB) from %u blocks of %u size classes",
+                         (unsigned long long)evac_objects, (double)evac_bytes / 1024.0, (unsigned)evac_blocks,
+                         evac_classes);
             if (finish)
                 snprintf(conc, sizeof conc, ", concurrent mark %s: %llu cards precleaned, %llu rescanned in the "
                          "pause, %llu nursery and young large objects its roots",
@@ -510,14 +530,14 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
             uint64_t trigger, allowance;
             lull_policy_pacing(&trigger, &allowance);
             fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s; the "
+                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s%s; the "
                     "next starts after %.1f MiB of a %.1f MiB allowance%s\n",
                     (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
                     (double)promoted / 1024.0, minor ? (double)lull_nursery_promoted_by_workers() / 1024.0 : 0.0,
                     (double)live / 1048576.0,
                     (double)lull_heap_bytes_held() / 1048576.0, (unsigned long long)marked,
                     (unsigned long long)(marked - by_stopper),
-                    conc, (double)trigger / 1048576.0, (double)allowance / 1048576.0,
+                    evac, conc, (double)trigger / 1048576.0, (double)allowance / 1048576.0,
                     lull_mark_overflows() ? " (mark stack overflowed)" : "");
         } else if (start) {
             fprintf(stderr, "lull: collection %llu (major start, %s): pause %.3f ms (background job stopped in "

@@ -154,6 +154,10 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
         if (!strcmp(val, "auto")) c->finalizers = LULL_FINALIZERS_AUTO;
         else if (!strcmp(val, "manual")) c->finalizers = LULL_FINALIZERS_MANUAL;
         else return bad(source, key, val, "expected auto or manual");
+    } else if (!strcmp(key, "evacuation-threshold")) {
+        if (parse_uint(val, 100, &u))
+            return bad(source, key, val, "expected a percentage from 0 (never evacuate) to 100");
+        c->evacuation_threshold = (unsigned)u;
     } else if (!strcmp(key, "trace-file")) {
         if (!*val || strlen(val) >= sizeof c->trace_file)
             return bad(source, key, val, "expected a file name (trace-file=PATH), under 512 bytes");
@@ -182,6 +186,8 @@ static int apply_debug(lull_config *c, const char *source, const char *key, cons
     else if (!strcmp(key, "clear-nursery") && !val) c->clear_nursery = true;
     else if (!strcmp(key, "verify-parallel") && !val) c->verify_parallel = true;
     else if (!strcmp(key, "plant-mark-fault") && !val) c->plant_mark_fault = true;
+    else if (!strcmp(key, "plant-evac-fault") && val && !strcmp(val, "slot")) c->plant_evac_fault = LULL_PLANT_SLOT;
+    else if (!strcmp(key, "plant-evac-fault") && val && !strcmp(val, "root")) c->plant_evac_fault = LULL_PLANT_ROOT;
     else if (!strcmp(key, "verify-concurrent") && !val) c->verify_concurrent = true;
     else if (!strcmp(key, "check-mod-union") && !val) c->check_mod_union = true;
     else if (!strcmp(key, "alloc-slow") && !val) c->alloc_slow = true;
@@ -265,6 +271,7 @@ int lull_config_parse(lull_config *c, const char *params)
         .allow_synchronous_major = true,
         .pause_target_ns = LULL_DEFAULT_PAUSE_TARGET_NS,
         .finalizers = LULL_FINALIZERS_AUTO,
+        .evacuation_threshold = LULL_DEFAULT_EVACUATION_THRESHOLD,
         .suspend_signal = SIGPWR,
         .restart_signal = SIGXCPU,
     };

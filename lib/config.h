@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #define LULL_DEFAULT_PAUSE_TARGET_NS ((uint64_t)5000000)
+#define LULL_DEFAULT_EVACUATION_THRESHOLD 66u   /* SGen's */
 
 enum lull_major_mode { LULL_MAJOR_CONCURRENT, LULL_MAJOR_STW };
 enum lull_finalizer_mode { LULL_FINALIZERS_AUTO, LULL_FINALIZERS_MANUAL };
@@ -26,6 +27,8 @@ enum lull_major_mode major;
     bool allow_synchronous_major;
     uint64_t pause_target_ns;     /* what minors aim at (policy.c sizes the nursery) */
     enum lull_finalizer_mode finalizers;
+    unsigned evacuation_threshold; /* percent: a synchronous major evacuates classes occupied
+                                      less than this (major.c); 0: never */
     int suspend_signal;
     int restart_signal;
     /* LULL_GC_DEBUG */
@@ -40,6 +43,9 @@ enum lull_major_mode major;
     bool clear_nursery;           /* after each minor: poison the nursery's free fragments */
     bool verify_parallel;         /* after each parallel mark: re-mark serially and compare */
     bool plant_mark_fault;        /* testing verify-parallel: each parallel mark loses an object */
+    enum { LULL_PLANT_NONE, LULL_PLANT_SLOT, LULL_PLANT_ROOT }
+        plant_evac_fault;         /* testing verify: an evacuating mark leaves one heap slot, or one
+                                     root, at the old copy */
     bool verify_concurrent;       /* final pause: re-mark from the roots, every reachable object marked */
     bool check_mod_union;         /* final pause: marked -> unmarked references lie on dirty cards */
     unsigned mark_delay_us;       /* the background marker sleeps this long every 64 objects */

@@ -238,10 +238,14 @@ uint64_t lull_finalize_collect(lull_fate_fn fate, lull_slot_fn keep, void *ctx, 
                 if (!now) {
                     queue_dead(e, keep, ctx);
                     queued++;
-                } else {
-                    /* A major moves nothing (the nursery was emptied by its
-                     * minor; pinned survivors stay). */
-                    LULL_ASSERT(now == e->obj);
+                } else if (now != e->obj) {
+                    /* Evacuated by a synchronous major (mark.h): relinked
+                     * under its new address. If that puts it in a bucket
+                     * still ahead, it is asked again, and fate of the copy
+                     * is the copy. */
+                    unlink_entry(e);
+                    e->obj = now;
+                    link_entry(e);
                 }
             }
     }

@@ -50,8 +50,14 @@ _Static_assert((LULL_BLOCK_SIZE >> LULL_GRANULE_SHIFT) % 64 == 0,
 _Static_assert(LULL_BLOCK_SIZE % ((size_t)1 << LULL__CARD_SHIFT) == 0, "blocks hold whole cards");
 _Static_assert(LULL_MAX_SMALL <= LULL_BLOCK_SIZE / 2, "a small-object block holds at least two slots");
 
-/* Header word 0: the type pointer; low bits are reserved for the collector. */
+/* Header word 0: the type pointer; low bits are reserved for the collector.
+ * FORWARDED (1) and PINNED (2) (nursery.h) are set during a minor on nursery
+ * objects, and during an evacuating major on objects of its evacuated
+ * blocks (mark.c), and are gone when that pause ends, but on the forwarded
+ * originals it leaves dead for the sweep. NOMOVE (4) is set for good on an
+ * object of lull_alloc_pinned: no collection may move it (alloc.c). */
 #define LULL_HDR_TAG_MASK  ((uintptr_t)7)
+#define LULL_HDR_NOMOVE    ((uintptr_t)4)
 
 enum lull_block_state {
     LULL_BLOCK_UNUSED = 0,
@@ -70,10 +76,19 @@ typedef struct lull_block {
     uint8_t  has_refs;     /* SMALL: objects may hold references */
     uint8_t  sweep_pending;   /* SMALL: marked by the last major, not yet swept
                                  (major.c); objects without a mark bit are dead */
-    uint32_t run_len;      /* FREE head, LARGE_HEAD: blocks in the run */
+    union {
+        uint32_t run_len;  /* FREE head, LARGE_HEAD: blocks in the run */
+        uint32_t live;     /* SMALL: its objects the last major marked, or all its
+                              slots once its free list went to a cache since: an
+                              upper bound of its occupancy (major.c, evacuation) */
+    };
     uint32_t run_head;     /* FREE last block, LARGE_TAIL: index of the head */
     uint32_t next, prev;   /* FREE head: free-run list; SMALL/EMPTY: block lists */
-    uint32_t nfree;        /* SMALL: slots on free_list */
+    uint16_t nfree;        /* SMALL: slots on free_list (at most 1024) */
+    uint8_t  evacuating;   /* SMALL: the running synchronous major copies this
+                              block's movable objects out (major.c, mark.c);
+                              set in its pause, cleared by its sweep_begin */
+    uint8_t  spare_;
     union {
         uint32_t age;      /* EMPTY: collections spent empty */
         uint32_t young;    /* LARGE_HEAD: nonzero while the object is young
@@ -85,6 +100,7 @@ typedef struct lull_block {
     size_t   large_size;   /* LARGE_HEAD: object bytes */
 } lull_block;
 _Static_assert(sizeof(lull_block) == 48, "a block descriptor stays 48 bytes");
+_Static_assert(LULL_BLOCK_SIZE / LULL_GRANULE <= UINT16_MAX, "nfree counts a block's slots in 16 bits");
 
 typedef struct lull_heap {
     uintptr_t   start;
@@ -354,6 +370,21 @@ void lull_major_resume_sweep(void);
 void lull_major_assert_all_swept(void);
 /* Blocks swept so far by the background job, and on demand. */
 void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand);
+/* Evacuation (major.c has the rule; mark.c copies). World stopped, at
+ * the start of a synchronous major's mark, every block swept and every
+ * cache dropped: choose the classes to evacuate (threshold_pct: the
+ * evacuation-threshold option; 0 chooses none), flag their sparse blocks
+ * `evacuating`, and return how many classes (*nblocks: blocks). The flags
+ * stay until that major's sweep_begin. */
+unsigned lull_major_plan_evacuation(unsigned threshold_pct, uint32_t *nblocks);
+/* A free slot of (has_refs, cls) for a copy, in a block not being
+ * evacuated (a fresh one, or one with free slots), from the
+ * caches of marker `tracer` (its tracer id); 0 when the heap cannot grow.
+ * Any marker, in parallel. undo gives back a slot whose copy lost its race. */
+uintptr_t lull_major_evac_alloc(unsigned tracer, bool has_refs, unsigned cls);
+void lull_major_evac_undo(unsigned tracer, bool has_refs, unsigned cls, uintptr_t slot);
+/* After the mark (world stopped, one thread): drop the markers' caches. */
+void lull_major_evac_end(void);
 /* Collections an empty block is kept committed before it goes back. */
 #define LULL_EMPTY_BLOCK_MAX_AGE 2
 /* Queue EMPTY blocks that stayed unused for `min_age` collections for

@@ -15,7 +15,20 @@
  *   partial[refs][class]  SMALL blocks with free slots, not in any cache
  *   empty                 EMPTY blocks: committed, no live object
  * A block whose free list was handed to a thread cache is on no list until
- * the next sweep re-lists it. */
+ * the next sweep re-lists it.
+ *
+ * Evacuation (a synchronous major, world stopped): in a size class of one
+ * kind whose blocks are sparsely occupied, the sparse blocks are emptied
+ * by the mark, which copies each movable object it reaches there into
+ * another block of the class (a fresh one, or one with free slots that is
+ * not being emptied; mark.c: evacuate) and leaves the original, forwarded
+ * and unmarked, to the sweep, which then finds the block empty. The rule
+ * (SGen's, refined per block) is in lull_major_plan_evacuation; the
+ * occupancy it reads is each block's `live`: the objects the last major
+ * marked there, or all its slots once its free list has gone to a cache
+ * since (an upper bound). */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,6 +56,20 @@ static struct {
     uint32_t empty_count;
     uint64_t swept_background, swept_on_demand;
 } major_g = { .empty_list = LULL_NO_BLOCK };
+
+/* An evacuating major's copy targets: one set of caches per marker (by
+ * tracer id), each holding free slots of blocks that are not being
+ * evacuated (the plan takes those off the partial lists; a refill finds
+ * the others there, or formats a fresh block). A marker touches only its
+ * own caches; refills take `lock`, as the markers run in parallel while
+ * the stopping thread holds the gc lock for all of them. */
+static struct {
+    pthread_mutex_t lock;
+    lull_alloc_caches cache[LULL_MAX_WORKERS + 1];
+    /* A refill of this kind and class failed in this mark (the heap is at
+     * its limit): the markers stop asking, and keep the rest in place. */
+    atomic_bool exhausted[2][LULL_MAX_CLASSES];
+} evac_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 #define POISON_BYTE 0xa5
 
@@ -116,8 +143,9 @@ static void format_block(uint32_t idx, bool has_refs, unsigned cls)
     b->state = LULL_BLOCK_SMALL;
     b->size_class = (uint8_t)cls;
     b->has_refs = has_refs;
+    b->evacuating = 0;       /* a fresh block is where copies go, never what they leave */
     b->free_list = next;
-    b->nfree = n;
+    b->nfree = (uint16_t)n;
     b->next = LULL_NO_BLOCK;
 }
 
@@ -165,6 +193,7 @@ bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls, boo
     cache->count = b->nfree;
     b->free_list = NULL;
     b->nfree = 0;
+    b->live = lull_class_slots[cls];    /* as far as evacuation knows, it fills up */
     lull_policy_note_allocated((uint64_t)cache->count * lull_class_size[cls]);
     return true;
 }
@@ -217,7 +246,7 @@ static uint64_t sweep_block(uint32_t idx, bool poison)
         return 0;
     }
     b->free_list = free_list;
-    b->nfree = nfree;
+    b->nfree = (uint16_t)nfree;
     if (nfree) {
         b->next = major_g.partial[b->has_refs][b->size_class];
         major_g.partial[b->has_refs][b->size_class] = idx;
@@ -225,15 +254,15 @@ static uint64_t sweep_block(uint32_t idx, bool poison)
     return (uint64_t)live * sz;
 }
 
-/* The live bytes of SMALL block idx: its marked objects (one mark bit per
- * object, at its first granule) times the class size. */
-static uint64_t marked_bytes(uint32_t idx)
+/* The live objects of SMALL block idx: its marked ones (one mark bit per
+ * object, at its first granule). */
+static uint64_t marked_slots(uint32_t idx)
 {
     const uint64_t *w = &lull_heap_g.mark_bits[lull_granule_of(lull_block_addr(idx)) >> 6];
     uint64_t n = 0;
     for (size_t k = 0; k < (LULL_BLOCK_SIZE >> LULL_GRANULE_SHIFT) / 64; k++)
         n += (uint64_t)__builtin_popcountll(__atomic_load_n(&w[k], __ATOMIC_RELAXED));
-    return n * lull_class_size[B(idx)->size_class];
+    return n;
 }
 
 uint64_t lull_major_sweep_begin(void)
@@ -247,7 +276,10 @@ uint64_t lull_major_sweep_begin(void)
     for (uint32_t i = 0; i < frontier; i++) {
         lull_block *b = B(i);
         if (b->state == LULL_BLOCK_SMALL) {
-            live += marked_bytes(i);
+            uint64_t n = marked_slots(i);
+            b->live = (uint32_t)n;
+            live += n * lull_class_size[b->size_class];
+            b->evacuating = 0;    /* its originals are now unmarked garbage, like any dead object */
             b->sweep_pending = 1;
             b->next = major_g.pending[b->has_refs][b->size_class];
             major_g.pending[b->has_refs][b->size_class] = i;
@@ -370,4 +402,117 @@ void lull_major_release_empty(uint32_t min_age)
 size_t lull_major_empty_bytes(void)
 {
     return (size_t)major_g.empty_count << LULL_BLOCK_SHIFT;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Evacuation                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* A class with this many blocks or fewer is never evacuated: emptying it
+ * would give back a block or two (SGen's rule: more than five). */
+#define EVAC_MIN_BLOCKS 6u
+
+/* Take the blocks being evacuated off a partial list: no copy may land
+ * in one. */
+static void unlist_evacuating(uint32_t *list)
+{
+    while (*list != LULL_NO_BLOCK) {
+        if (B(*list)->evacuating)
+            *list = B(*list)->next;
+        else
+            list = &B(*list)->next;
+    }
+}
+
+unsigned lull_major_plan_evacuation(unsigned threshold_pct, uint32_t *nblocks)
+{
+    static uint32_t count[2][LULL_MAX_CLASSES];   /* world stopped: one caller */
+    static uint64_t used[2][LULL_MAX_CLASSES];
+    static bool chosen[2][LULL_MAX_CLASSES];
+    *nblocks = 0;
+    if (!threshold_pct)
+        return 0;
+    memset(count, 0, sizeof count);
+    memset(used, 0, sizeof used);
+    memset(chosen, 0, sizeof chosen);
+    uint32_t frontier = lull_frontier();
+    for (uint32_t i = 0; i < frontier; i++) {
+        const lull_block *b = B(i);
+        if (b->state == LULL_BLOCK_SMALL) {
+            count[b->has_refs][b->size_class]++;
+            used[b->has_refs][b->size_class] += b->live;
+        }
+    }
+    /* The rule: a kind and class with more than EVAC_MIN_BLOCKS - 1 blocks,
+     * on average less than threshold_pct occupied (SGen's), is evacuated;
+     * of its blocks, those themselves less than threshold_pct occupied
+     * (the others would give back nothing, and a block its last
+     * evacuation filled is not copied again). Occupancy is `live`: an
+     * upper bound, so a class the program has been allocating in since
+     * the last major is left alone. */
+    unsigned nclasses = 0;
+    for (int r = 0; r < 2; r++)
+        for (unsigned c = 0; c < lull_nclasses; c++) {
+            uint64_t cap = (uint64_t)count[r][c] * lull_class_slots[c];
+            if (count[r][c] >= EVAC_MIN_BLOCKS && used[r][c] * 100 < cap * threshold_pct)
+                chosen[r][c] = true, nclasses++;
+        }
+    if (!nclasses)
+        return 0;
+    for (int r = 0; r < 2; r++)
+        for (unsigned c = 0; c < lull_nclasses; c++)
+            atomic_store_explicit(&evac_g.exhausted[r][c], false, memory_order_relaxed);
+    for (uint32_t i = 0; i < frontier; i++) {
+        lull_block *b = B(i);
+        if (b->state == LULL_BLOCK_SMALL && chosen[b->has_refs][b->size_class] &&
+            (uint64_t)b->live * 100 < (uint64_t)lull_class_slots[b->size_class] * threshold_pct) {
+            LULL_ASSERT(!b->sweep_pending);
+            b->evacuating = 1;
+            (*nblocks)++;
+        }
+    }
+    for (int r = 0; r < 2; r++)
+        for (unsigned c = 0; c < lull_nclasses; c++)
+            if (chosen[r][c])
+                unlist_evacuating(&major_g.partial[r][c]);
+    return nclasses;
+}
+
+uintptr_t lull_major_evac_alloc(unsigned tracer, bool has_refs, unsigned cls)
+{
+    lull_alloc_cache *c = &evac_g.cache[tracer].c[has_refs][cls];
+    if (!c->head) {
+        atomic_bool *exhausted = &evac_g.exhausted[has_refs][cls];
+        if (atomic_load_explicit(exhausted, memory_order_relaxed))
+            return 0;
+        pthread_mutex_lock(&evac_g.lock);
+        bool ok = lull_major_refill(c, has_refs, cls, false);
+        pthread_mutex_unlock(&evac_g.lock);
+        if (!ok) {
+            atomic_store_explicit(exhausted, true, memory_order_relaxed);
+            return 0;
+        }
+    }
+    uintptr_t *p = c->head;
+    c->head = (void *)p[1];
+    c->count--;
+    return (uintptr_t)p;
+}
+
+void lull_major_evac_undo(unsigned tracer, bool has_refs, unsigned cls, uintptr_t slot)
+{
+    lull_alloc_cache *c = &evac_g.cache[tracer].c[has_refs][cls];
+    uintptr_t *p = (uintptr_t *)slot;
+    p[0] = 0;                       /* a free slot again */
+    p[1] = (uintptr_t)c->head;
+    c->head = p;
+    c->count++;
+}
+
+void lull_major_evac_end(void)
+{
+    uint64_t unused = 0;
+    for (unsigned i = 0; i <= LULL_MAX_WORKERS; i++)
+        unused += lull_major_drop_caches(&evac_g.cache[i]);
+    lull_policy_note_unused(unused);
 }

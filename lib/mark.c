@@ -26,6 +26,7 @@ static struct {
     atomic_uint_fast64_t scanned;        /* objects blackened in the last drain */
     uint64_t scanned_by_stopper;
     uint64_t *shadow_roots, *shadow_parallel;   /* verify-parallel bitmaps */
+    size_t shadow_words;        /* words saved in shadow_roots (the frontier then) */
     bool plant;                 /* plant-mark-fault: this drain loses an object */
     atomic_bool planted;        /* ...and has done so */
     size_t shadow_bytes;
@@ -56,6 +57,16 @@ static struct {
     size_t pass_found;          /* ... and the dirty cards it found so far */
     bool pass_running;          /* ... (false: the next pass begins at block 0) */
     atomic_uint_fast64_t precleaned;     /* ... and the job rescanned meanwhile */
+    /* Evacuation (a synchronous major; mark.h). `evac` and the plan's
+     * figures are written by the stopping thread between drains; each
+     * marker counts its copies in its own entry (by tracer id), summed
+     * after the drains; `evac_kept` is set by any marker. */
+    enum { EVAC_OFF, EVAC_COPY, EVAC_CHECK } evac;
+    unsigned evac_classes;
+    uint32_t evac_blocks;
+    uint64_t evac_objects[LULL_MAX_WORKERS + 1], evac_bytes[LULL_MAX_WORKERS + 1];
+    atomic_bool evac_kept;      /* an object stayed for want of a slot (PINNED in its header) */
+    atomic_bool evac_planted;   /* plant-evac-fault: a slot was left at an old copy */
 } mark_g;
 
 bool lull_marking_g;
@@ -100,17 +111,25 @@ static inline bool mark_set(const lull_tracer *tr, uintptr_t obj)
     return tr->share || mark_g.atomic_marks ? lull_mark_set(obj) : lull_mark_set_single(obj);
 }
 
-/* Grey `v` if it is a reference to an unmarked object. References point to
- * object starts (API contract); the heap verifier checks that. */
-static inline void mark_ref(lull_tracer *tr, uintptr_t v)
+static uintptr_t evacuate(lull_tracer *tr, uintptr_t v, const lull_block *b);
+
+/* Grey `v` if it is a reference to an unmarked object, and return where it
+ * lives now: v itself, unless an evacuating major moved it (evacuate).
+ * References point to object starts (API contract); the heap verifier
+ * checks that. */
+static inline uintptr_t mark_ref(lull_tracer *tr, uintptr_t v)
 {
     /* The mark bit first: most references a card rescan visits lead to
      * marked objects, and this spares each of them the read of a block
-     * descriptor, a second cache miss. */
+     * descriptor, a second cache miss. (A marked object of an evacuated
+     * block was marked in place: it stays; a moved one's original is
+     * never marked.) */
     if (!lull_in_committed(v) || lull_is_marked(v))
-        return;
+        return v;
     lull_block *b = lull_block_of(v);
     if (b->state == LULL_BLOCK_SMALL) {
+        if (LULL_UNLIKELY(b->evacuating))
+            return evacuate(tr, v, b);
         if (mark_set(tr, v) && b->has_refs)
             lull_tracer_push(tr, v);
     } else if ((b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0 &&
@@ -124,25 +143,167 @@ static inline void mark_ref(lull_tracer *tr, uintptr_t v)
         if (t && mark_set(tr, v) && lull_type_has_refs(t))
             lull_tracer_push(tr, v);
     }
+    return v;
 }
 
 /* A reference slot of a heap object, read atomically (acquire: a marker
  * running beside mutators must see the target's initialised contents). An
  * old slot that points into the nursery gets its card marked: the
  * remembered set is rebuilt by every major (cemented objects' cards were
- * cleared). */
+ * cleared). A slot whose target this mark moved gets the copy's address:
+ * only the marker that scans the slot's object writes it (two that rescan
+ * one object after an overflow write the same value), with the world
+ * stopped. A copy's own slots are visited like any object's (the copy is
+ * scanned, never its original), so their cards are marked here too.
+ * LULL_GC_DEBUG=plant-evac-fault=slot leaves the first slot to update at
+ * the old copy, so that verify and verify-parallel have a stale slot to
+ * catch (=root: the first root's slot, lull_mark_precise_slot). */
 static void visit(void **slotp, void *ctx)
 {
     uintptr_t *slot = (uintptr_t *)slotp;
     uintptr_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (lull_in_nursery(v) && !lull_in_nursery((uintptr_t)slot))
         lull_card_set_young(&lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT]);
-    mark_ref(ctx, v);
+    uintptr_t now = mark_ref(ctx, v);
+    if (LULL_UNLIKELY(now != v)) {
+        if (LULL_UNLIKELY(lull_cfg.plant_evac_fault == LULL_PLANT_SLOT) && !atomic_exchange(&mark_g.evac_planted, true))
+            return;
+        __atomic_store_n(slot, now, __ATOMIC_RELAXED);
+    }
 }
 
+/* A root's slot (world stopped, the stopping thread only). */
 void lull_mark_precise_slot(void **slot, void *ctx)
 {
-    mark_ref(ctx, (uintptr_t)*slot);
+    uintptr_t v = (uintptr_t)*slot, now = mark_ref(ctx, v);
+    if (now == v ||
+        (LULL_UNLIKELY(lull_cfg.plant_evac_fault == LULL_PLANT_ROOT) && !atomic_exchange(&mark_g.evac_planted, true)))
+        return;
+    *slot = (void *)now;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Evacuation                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* v is in a block this synchronous major evacuates (b). The first marker
+ * to reach it copies it into another block of its class (never one being
+ * evacuated: lull_major_evac_alloc) and installs the
+ * forwarding header (copy | FORWARDED) with a compare-and-swap on the
+ * original's header; a marker that loses the race gives its slot back and
+ * takes the winner's copy. The copy is whole (header and body) before the
+ * swap publishes it, and is marked and greyed by the winner; the original
+ * stays unmarked, garbage for the sweep. Objects that must not move are
+ * marked in place: those a conservative root reached (marked before any
+ * copy: the roots are scanned conservatively first, collect.c), those of
+ * lull_alloc_pinned (NOMOVE), and any for which no slot can be had (the
+ * heap cannot grow): such a one is claimed in place with the same swap
+ * (PINNED), so that no other marker copies it meanwhile; the tag is
+ * removed after the mark (lull_mark_end_evacuation). */
+static uintptr_t evacuate(lull_tracer *tr, uintptr_t v, const lull_block *b)
+{
+    uintptr_t *hp = (uintptr_t *)v;
+    uintptr_t h = __atomic_load_n(hp, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (h & LULL_HDR_FORWARDED) {
+            uintptr_t copy = h & ~LULL_HDR_TAG_MASK;
+            if (LULL_UNLIKELY(mark_g.evac == EVAC_CHECK))
+                lull_fatal("verify-parallel", "a reference to %p was left pointing at the old place of an "
+                           "object the parallel mark moved to %p: the program would read freed memory",
+                           (void *)v, (void *)copy);
+            return copy;
+        }
+        /* A typeless word is a free slot a dangling reference led to: marked
+         * in place as before evacuation, so that verify names it. */
+        if (!h || (h & (LULL_HDR_PINNED | LULL_HDR_NOMOVE)) || mark_g.evac != EVAC_COPY || lull_is_marked(v)) {
+            if (mark_set(tr, v) && b->has_refs)
+                lull_tracer_push(tr, v);
+            return v;
+        }
+        uintptr_t c = lull_major_evac_alloc(tr->id, b->has_refs, b->size_class);
+        if (!c) {
+            if (__atomic_compare_exchange_n(hp, &h, h | LULL_HDR_PINNED, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                atomic_store_explicit(&mark_g.evac_kept, true, memory_order_relaxed);
+            h = __atomic_load_n(hp, __ATOMIC_ACQUIRE);
+            continue;
+        }
+        size_t size = lull_object_size(v, lull_header_type(h));
+        memcpy((void *)(c + sizeof(uintptr_t)), (const void *)(v + sizeof(uintptr_t)), size - sizeof(uintptr_t));
+        __atomic_store_n((uintptr_t *)c, h, __ATOMIC_RELAXED);
+        if (!__atomic_compare_exchange_n(hp, &h, c | LULL_HDR_FORWARDED, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            lull_major_evac_undo(tr->id, b->has_refs, b->size_class, c);
+            continue;
+        }
+        if (lull_mark_set(c) && b->has_refs)
+            lull_tracer_push(tr, c);
+        mark_g.evac_objects[tr->id]++;
+        mark_g.evac_bytes[tr->id] += lull_class_size[b->size_class];
+        LULL_PROBE4(object_evacuated, v, c, size, LULL_PROBE_TYPE_NAME(lull_header_type(h)));
+        return c;
+    }
+}
+
+uintptr_t lull_mark_forwarded(uintptr_t obj)
+{
+    if (!lull_in_committed(obj))
+        return obj;
+    const lull_block *b = lull_block_of(obj);
+    if (b->state != LULL_BLOCK_SMALL || !b->evacuating)
+        return obj;
+    uintptr_t h = __atomic_load_n((uintptr_t *)obj, __ATOMIC_RELAXED);
+    return h & LULL_HDR_FORWARDED ? h & ~LULL_HDR_TAG_MASK : obj;
+}
+
+void lull_mark_begin_evacuation(void)
+{
+    mark_g.evac_classes = lull_major_plan_evacuation(lull_cfg.evacuation_threshold, &mark_g.evac_blocks);
+    mark_g.evac = mark_g.evac_classes ? EVAC_COPY : EVAC_OFF;
+    memset(mark_g.evac_objects, 0, sizeof mark_g.evac_objects);
+    memset(mark_g.evac_bytes, 0, sizeof mark_g.evac_bytes);
+    atomic_store(&mark_g.evac_kept, false);
+    atomic_store(&mark_g.evac_planted, false);
+}
+
+/* The objects claimed in place for want of a slot lose their PINNED tag. */
+static void unpin_kept(uintptr_t obj, void *ctx)
+{
+    (void)ctx;
+    uintptr_t *h = (uintptr_t *)obj;
+    *h &= ~LULL_HDR_PINNED;
+}
+
+void lull_mark_end_evacuation(void)
+{
+    if (mark_g.evac == EVAC_OFF) {
+        /* This major moved nothing (or was not synchronous). */
+        mark_g.evac_classes = 0;
+        mark_g.evac_objects[0] = mark_g.evac_bytes[0] = 0;
+        return;
+    }
+    mark_g.evac = EVAC_OFF;
+    lull_major_evac_end();
+    if (atomic_load(&mark_g.evac_kept)) {
+        uint32_t frontier = lull_frontier();
+        for (uint32_t i = 0; i < frontier; i++)
+            if (lull_heap_g.blocks[i].state == LULL_BLOCK_SMALL && lull_heap_g.blocks[i].evacuating)
+                lull_trace_block_objects(i, true, unpin_kept, NULL);
+    }
+    uint64_t objects = 0, bytes = 0;
+    for (unsigned i = 0; i <= LULL_MAX_WORKERS; i++)
+        objects += mark_g.evac_objects[i], bytes += mark_g.evac_bytes[i];
+    mark_g.evac_objects[0] = objects;
+    mark_g.evac_bytes[0] = bytes;
+    for (unsigned i = 1; i <= LULL_MAX_WORKERS; i++)
+        mark_g.evac_objects[i] = mark_g.evac_bytes[i] = 0;
+}
+
+void lull_mark_evacuated(unsigned *classes, uint32_t *blocks, uint64_t *objects, uint64_t *bytes)
+{
+    *classes = mark_g.evac_classes;
+    *blocks = mark_g.evac_classes ? mark_g.evac_blocks : 0;
+    *objects = mark_g.evac_objects[0];
+    *bytes = mark_g.evac_bytes[0];
 }
 
 void lull_mark_grey_from_minor(lull_tracer *tr, uintptr_t v)
@@ -188,6 +349,9 @@ static inline void scan_object(lull_tracer *tr, uintptr_t obj)
 static void mark_word(uintptr_t v, void *ctx)
 {
     lull_tracer *tr = ctx;
+    /* Conservative roots pin what they reach: all of them are greyed
+     * before an evacuating mark copies anything (collect.c). */
+    LULL_ASSERT(mark_g.evac != EVAC_COPY);
     /* Before the lookup: between minors the nursery's log is not sorted
      * for lookups (nursery.h), and an ignored nursery needs none. */
     if (mark_g.ignore_nursery && lull_in_nursery(v))
@@ -839,7 +1003,8 @@ void lull_mark_assert_all_clear(void)
 
 void lull_mark_verify_parallel_save(void)
 {
-    memcpy(mark_g.shadow_roots, lull_heap_g.mark_bits, bitmap_words() * sizeof(uint64_t));
+    mark_g.shadow_words = bitmap_words();
+    memcpy(mark_g.shadow_roots, lull_heap_g.mark_bits, mark_g.shadow_words * sizeof(uint64_t));
 }
 
 static void push_marked(uintptr_t obj, void *ctx)
@@ -853,11 +1018,21 @@ void lull_mark_verify_parallel_check(lull_tracer *tr)
     uint64_t *bits = lull_heap_g.mark_bits;
     memcpy(mark_g.shadow_parallel, bits, n * sizeof(uint64_t));
     /* The serial mark from the same roots: the objects the roots marked are
-     * grey again, everything else white. */
-    memcpy(bits, mark_g.shadow_roots, n * sizeof(uint64_t));
+     * grey again, everything else white. Blocks an evacuating drain took
+     * for its copies lie beyond the saved frontier: nothing of theirs was
+     * marked by the roots. */
+    memcpy(bits, mark_g.shadow_roots, mark_g.shadow_words * sizeof(uint64_t));
+    memset(bits + mark_g.shadow_words, 0, (n - mark_g.shadow_words) * sizeof(uint64_t));
     lull_heap_each_marked(true, push_marked, tr);
     mark_g.plant = false;
+    /* After an evacuating drain the re-mark follows the slots as the
+     * parallel mark left them, copying nothing: a slot still at an old
+     * copy is reported (evacuate). */
+    int evac = mark_g.evac;
+    if (evac != EVAC_OFF)
+        mark_g.evac = EVAC_CHECK;
     drain(tr, false);
+    mark_g.evac = evac;
     for (size_t i = 0; i < n; i++) {
         uint64_t d = bits[i] ^ mark_g.shadow_parallel[i];
         if (!d)

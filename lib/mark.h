@@ -28,9 +28,38 @@ void lull_mark_fini(void);
 /* Grey every object that a word in [lo, hi) points into (interior too);
  * ctx is the tracer. A lull_range_fn (roots.h). */
 void lull_mark_conservative(uintptr_t lo, uintptr_t hi, void *ctx);
-/* Grey the object *slot refers to (a reference or NULL); ctx is the
- * tracer. A lull_slot_fn (roots.h). */
+/* Grey the object *slot refers to (a reference or NULL), and update *slot
+ * if an evacuating major moves it; ctx is the tracer. A lull_slot_fn
+ * (roots.h). */
 void lull_mark_precise_slot(void **slot, void *ctx);
+
+/* ---- evacuation (a synchronous major) ----
+ *
+ * A synchronous major may evacuate sparse size classes (major.c chooses
+ * them: lull_major_plan_evacuation). The mark then copies: the first
+ * marker to reach an unmarked, movable object of an evacuated block
+ * copies it into a block of its class that is not being evacuated,
+ * forwards the original's header to the
+ * copy (compare-and-swap: several markers race) and marks the copy;
+ * every slot the mark visits (heap objects through the tracer and user
+ * trace functions, precise roots, NORMAL handles, the finalizer queue)
+ * is updated to the copy. Pinning must be known before the first copy:
+ * the caller greys the conservative roots (stacks, registers, ranges,
+ * PINNED handles) first, which marks their targets in place; then
+ * begin_evacuation; then the precise roots. Marked objects are never
+ * copied. After the drains (and the weak pass, which follows the
+ * originals through lull_mark_forwarded), end_evacuation. World stopped
+ * for all of these. Until that major's sweep_begin, an evacuated
+ * original still holds its forwarding header (copy | FORWARDED). */
+void lull_mark_begin_evacuation(void);
+void lull_mark_end_evacuation(void);
+/* Where obj lives after this mark's evacuation (obj itself if it did not
+ * move). Valid from the first copy until the major's sweep_begin. */
+uintptr_t lull_mark_forwarded(uintptr_t obj);
+/* What the last major evacuated: size classes (of one kind each), blocks
+ * flagged, objects moved and their slots' bytes (all 0 if it moved
+ * nothing). */
+void lull_mark_evacuated(unsigned *classes, uint32_t *blocks, uint64_t *objects, uint64_t *bytes);
 /* At the start of a mark (world stopped, checked builds: LULL_CHECKED):
  * abort, naming the first one, unless every mark bit of the heap is clear.
  * A bit left set would make its object read as already marked: never
@@ -141,7 +170,9 @@ uint64_t lull_mark_final_young_bytes(void);
 /* LULL_GC_DEBUG=verify-parallel (world stopped). Call save before the
  * drain, after the roots are greyed; check after the parallel drain: it
  * re-marks serially from the saved root marks into the bitmap and aborts
- * with the first object the two marks disagree on. */
+ * with the first object the two marks disagree on. After an evacuating
+ * drain the re-mark copies nothing: it follows the slots as they were
+ * left, and aborts at one still naming an evacuated original. */
 void lull_mark_verify_parallel_save(void);
 void lull_mark_verify_parallel_check(lull_tracer *tr);
 

@@ -27,6 +27,7 @@
  *   alloc_pinned(type_name, bytes)         lull_alloc_pinned
  *   object_pinned(addr, bytes, type_name, generation)   a nursery object pinned by a minor
  *   object_promoted(from, to, bytes, type_name)         a nursery object copied
+ *   object_evacuated(from, to, bytes, type_name)        a synchronous major moved an object
  *   heap_grown(bytes, heap_bytes)          blocks taken from the OS
  *   heap_shrunk(bytes, heap_bytes)         blocks given back to the OS
  *   nursery_resized(old_bytes, new_bytes)  the pause target moved the nursery's limit

@@ -69,6 +69,7 @@ static struct {
     lull_histogram pauses, pauses_by_kind[2];   /* [LULL_PAUSE_MINOR/MAJOR] */
     uint64_t collections_minor, collections_major, collections_major_sync;
     uint64_t live_after_major;
+    uint64_t objects_evacuated, bytes_evacuated;
     /* Updated without the lock (the queueing happens in a pause). */
     atomic_uint_fast64_t finalizers_queued, finalizers_run;
 } stats_g = { .stats_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -90,6 +91,7 @@ void lull_stats_reset(void)
     memset(stats_g.pauses_by_kind, 0, sizeof stats_g.pauses_by_kind);
     stats_g.collections_minor = stats_g.collections_major = stats_g.collections_major_sync = 0;
     stats_g.live_after_major = 0;
+    stats_g.objects_evacuated = stats_g.bytes_evacuated = 0;
     atomic_store(&stats_g.finalizers_queued, 0);
     atomic_store(&stats_g.finalizers_run, 0);
     pthread_mutex_unlock(&stats_g.stats_lock);
@@ -125,6 +127,14 @@ void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, ui
     pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
+void lull_stats_note_evacuated(uint64_t objects, uint64_t bytes)
+{
+    pthread_mutex_lock(&stats_g.stats_lock);
+    stats_g.objects_evacuated += objects;
+    stats_g.bytes_evacuated += bytes;
+    pthread_mutex_unlock(&stats_g.stats_lock);
+}
+
 void lull_get_stats(lull_stats *s)
 {
     if (!s)
@@ -141,6 +151,8 @@ void lull_get_stats(lull_stats *s)
     s->pause_p95_ns = lull_hist_quantile(&stats_g.pauses, 0.95);
     s->pause_p99_ns = lull_hist_quantile(&stats_g.pauses, 0.99);
     s->live_bytes_after_major = stats_g.live_after_major;
+    s->objects_evacuated = stats_g.objects_evacuated;
+    s->bytes_evacuated = stats_g.bytes_evacuated;
     s->finalizers_queued = atomic_load_explicit(&stats_g.finalizers_queued, memory_order_relaxed);
     s->finalizers_run = atomic_load_explicit(&stats_g.finalizers_run, memory_order_relaxed);
     const lull_histogram *mi = &stats_g.pauses_by_kind[LULL_PAUSE_MINOR], *ma = &stats_g.pauses_by_kind[LULL_PAUSE_MAJOR];
