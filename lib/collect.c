@@ -621,7 +621,12 @@ void lull_collect(int generation)
     if (generation != LULL_GEN_NURSERY && generation != LULL_GEN_MAJOR)
         lull_fatal("lull_collect", "unknown generation %d (LULL_GEN_NURSERY or LULL_GEN_MAJOR)", generation);
     lull_gc_lock();
-    if (generation == LULL_GEN_MAJOR && lull_cfg.major == LULL_MAJOR_CONCURRENT) {
+    if (generation == LULL_GEN_MAJOR && lull_policy_prefers_evacuation()) {
+        /* Synchronous majors are allowed and the heap is fragmented: one
+         * that evacuates (API.md: "unless synchronous majors are allowed and
+         * the collector judges one better"). */
+        lull_collect_locked(LULL_GEN_MAJOR, "explicit, heap fragmented");
+    } else if (generation == LULL_GEN_MAJOR && lull_cfg.major == LULL_MAJOR_CONCURRENT) {
         /* A complete concurrent major from a start after this call: let the
          * one that runs (it began before) end, then run one whole. A minor
          * first: the final pause keeps everything in the nursery (mark.h),

@@ -385,6 +385,10 @@ uintptr_t lull_major_evac_alloc(unsigned tracer, bool has_refs, unsigned cls);
 void lull_major_evac_undo(unsigned tracer, bool has_refs, unsigned cls, uintptr_t slot);
 /* After the mark (world stopped, one thread): drop the markers' caches. */
 void lull_major_evac_end(void);
+/* The bytes an evacuating major would give back, as the last major's
+ * mark left the blocks (gc lock held): the free slots of the sparse
+ * blocks of the classes the rule would choose. */
+uint64_t lull_major_fragmented_bytes(void);
 /* Collections an empty block is kept committed before it goes back. */
 #define LULL_EMPTY_BLOCK_MAX_AGE 2
 /* Queue EMPTY blocks that stayed unused for `min_age` collections for

@@ -55,6 +55,7 @@ static struct {
     uint32_t empty_list;
     uint32_t empty_count;
     uint64_t swept_background, swept_on_demand;
+    uint64_t fragmented;                     /* what evacuation would give back, as of the last major */
 } major_g = { .empty_list = LULL_NO_BLOCK };
 
 /* An evacuating major's copy targets: one set of caches per marker (by
@@ -72,6 +73,10 @@ static struct {
 } evac_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 #define POISON_BYTE 0xa5
+
+/* A class with this many blocks or fewer is never evacuated: emptying it
+ * would give back a block or two (SGen's rule: more than five). */
+#define EVAC_MIN_BLOCKS 6u
 
 /* Geometric classes, ~12.5% apart, each widened to the largest multiple of
  * 16 that still fits the same number of slots in a block (no waste at the
@@ -273,12 +278,27 @@ uint64_t lull_major_sweep_begin(void)
             major_g.partial[r][c] = major_g.pending[r][c] = LULL_NO_BLOCK;
     uint64_t live = 0;
     uint32_t frontier = lull_frontier();
+    static uint32_t count[2][LULL_MAX_CLASSES];      /* world stopped: one caller */
+    static uint64_t used[2][LULL_MAX_CLASSES], freeable[2][LULL_MAX_CLASSES];
+    memset(count, 0, sizeof count);
+    memset(used, 0, sizeof used);
+    memset(freeable, 0, sizeof freeable);
+    unsigned pct = lull_cfg.evacuation_threshold;
     for (uint32_t i = 0; i < frontier; i++) {
         lull_block *b = B(i);
         if (b->state == LULL_BLOCK_SMALL) {
             uint64_t n = marked_slots(i);
             b->live = (uint32_t)n;
             live += n * lull_class_size[b->size_class];
+            /* A block with nothing marked becomes EMPTY when swept: it is
+             * no part of what the next major would find to evacuate. */
+            uint32_t slots = lull_class_slots[b->size_class];
+            if (n) {
+                count[b->has_refs][b->size_class]++;
+                used[b->has_refs][b->size_class] += n;
+                if (n * 100 < (uint64_t)slots * pct)
+                    freeable[b->has_refs][b->size_class] += (uint64_t)(slots - n) * lull_class_size[b->size_class];
+            }
             b->evacuating = 0;    /* its originals are now unmarked garbage, like any dead object */
             b->sweep_pending = 1;
             b->next = major_g.pending[b->has_refs][b->size_class];
@@ -288,7 +308,21 @@ uint64_t lull_major_sweep_begin(void)
             b->age++;
         }
     }
+    /* What an evacuating major would give back now: the free slots of the
+     * sparse blocks of the classes lull_major_plan_evacuation's rule
+     * would choose (the policy weighs it, policy.c). */
+    major_g.fragmented = 0;
+    for (int r = 0; r < 2; r++)
+        for (unsigned c = 0; c < lull_nclasses; c++)
+            if (count[r][c] >= EVAC_MIN_BLOCKS &&
+                used[r][c] * 100 < (uint64_t)count[r][c] * lull_class_slots[c] * pct)
+                major_g.fragmented += freeable[r][c];
     return live;
+}
+
+uint64_t lull_major_fragmented_bytes(void)
+{
+    return major_g.fragmented;
 }
 
 /* One pending block, from the lists in turn; false: none left. */
@@ -408,9 +442,6 @@ size_t lull_major_empty_bytes(void)
 /* Evacuation                                                               */
 /* ------------------------------------------------------------------------ */
 
-/* A class with this many blocks or fewer is never evacuated: emptying it
- * would give back a block or two (SGen's rule: more than five). */
-#define EVAC_MIN_BLOCKS 6u
 
 /* Take the blocks being evacuated off a partial list: no copy may land
  * in one. */

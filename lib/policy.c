@@ -219,10 +219,32 @@ static bool over_allowance(void)
     return policy_g.allocated_since >= policy_g.allowance;
 }
 
-/* A major is due: a concurrent one, or a synchronous one with major=stw. */
-static int start_major(void)
+/* A synchronous major is worth its pause when synchronous majors are
+ * allowed and evacuation would give back a quarter of the heap, at
+ * least 8 MiB (the last major's sweep measured it: the free slots of the
+ * sparse blocks of the size classes evacuation would empty, major.c). A
+ * concurrent major never moves anything, so a heap fragmented by a phase
+ * of the program that freed most of what it allocated keeps its sparse
+ * blocks until a synchronous one runs. */
+#define FRAGMENTED_MIN ((uint64_t)8 << 20)
+bool lull_policy_prefers_evacuation(void)
 {
-    return lull_cfg.major == LULL_MAJOR_CONCURRENT ? LULL_COLLECT_MAJOR_START : LULL_GEN_MAJOR;
+    uint64_t f = lull_major_fragmented_bytes();
+    return lull_cfg.major == LULL_MAJOR_CONCURRENT && lull_synchronous_major_allowed() && f >= FRAGMENTED_MIN &&
+           f >= (uint64_t)lull_heap_bytes_held() / 4;
+}
+
+/* A major is due: a concurrent one, or a synchronous one with major=stw
+ * or when the heap is fragmented enough to evacuate. */
+static int start_major(const char **reason)
+{
+    if (lull_cfg.major != LULL_MAJOR_CONCURRENT)
+        return LULL_GEN_MAJOR;
+    if (lull_policy_prefers_evacuation()) {
+        *reason = "allowance used up, heap fragmented";
+        return LULL_GEN_MAJOR;
+    }
+    return LULL_COLLECT_MAJOR_START;
 }
 
 /* While a concurrent mark runs: its final pause once the background work
@@ -251,7 +273,7 @@ int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **rea
             what = while_marking(-1, reason);
         } else if (major_due()) {
             *reason = "allowance used up";
-            what = start_major();
+            what = start_major(reason);
         }
         if (what < 0 && lull_los_young_bytes() >= lull_nursery_size()) {
             /* Large objects are young until a minor judges them (heap.h);

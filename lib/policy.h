@@ -23,6 +23,7 @@
 #ifndef LULL_POLICY_H
 #define LULL_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,10 @@ void lull_policy_note_unused(uint64_t bytes);
 void lull_policy_after_major(uint64_t live_bytes);
 /* A concurrent major's initial pause (gc lock held): pacing measures from here. */
 void lull_policy_note_mark_start(void);
+/* Synchronous majors are allowed and the last major found the heap
+ * fragmented enough that an evacuating (synchronous) one is worth its
+ * pause (gc lock held; policy.c has the rule). */
+bool lull_policy_prefers_evacuation(void);
 /* For the log (gc lock held): the major-heap bytes after which the next
  * major starts, and the allowance they count against. */
 void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance);
