@@ -364,6 +364,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     bool minor = !start && !finish;
     if (minor) {
         promoted = lull_nursery_collect(!ends_major);
+        lull_policy_note_promoted(promoted);     /* the blocks kept ready for the next (major.c) */
         LULL_PROBE1(minor_end, promoted);
     } else {
         lull_nursery_sync_tlabs();

@@ -395,6 +395,9 @@ uint64_t lull_major_fragmented_bytes(void);
  * release to the block space (lull_space_release_pending). */
 void lull_major_release_empty(uint32_t min_age);
 size_t lull_major_empty_bytes(void);
+/* Blocks the background job made ready for promotion since lull_init
+ * (major.c: prepare_block). */
+uint64_t lull_major_prepared_blocks(void);
 
 /* Ask for the memory a scan of card c of the block at `base` reads: the
  * header of the slot that holds the card's first byte (slot_size: the

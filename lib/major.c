@@ -56,6 +56,7 @@ static struct {
     uint32_t empty_count;
     uint64_t swept_background, swept_on_demand;
     uint64_t fragmented;                     /* what evacuation would give back, as of the last major */
+    uint64_t prepared;                       /* blocks prepare_block made ready, since lull_init */
 } major_g = { .empty_list = LULL_NO_BLOCK };
 
 /* An evacuating major's copy targets: one set of caches per marker (by
@@ -376,11 +377,44 @@ void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand)
     *on_demand = major_g.swept_on_demand;
 }
 
+/* Blocks ready for promotion (issue 10: no first-touch stall in a pause).
+ * A minor's promotion formats blocks, and a block fresh from the OS takes
+ * a page fault per 4 KiB the first time it is written: in the pause. So
+ * the background job keeps EMPTY blocks enough for the next minor's
+ * promotion (lull_policy_block_reserve: twice what minors promote, on
+ * average), their pages touched, and the release of long-empty blocks
+ * leaves that many. One block per call (gc lock held, world running);
+ * false when the reserve is met or the heap cannot grow. */
+static bool prepare_block(void)
+{
+    if ((uint64_t)major_g.empty_count << LULL_BLOCK_SHIFT >= lull_policy_block_reserve())
+        return false;
+    uint32_t idx = lull_space_alloc(1);
+    if (idx == LULL_NO_BLOCK)
+        return false;
+    volatile char *p = (volatile char *)lull_block_addr(idx);
+    for (size_t off = 0; off < LULL_BLOCK_SIZE; off += 4096)
+        p[off] = 0;
+    lull_block *b = B(idx);
+    b->state = LULL_BLOCK_EMPTY;
+    b->age = 0;
+    b->next = major_g.empty_list;
+    major_g.empty_list = idx;
+    major_g.empty_count++;
+    major_g.prepared++;
+    return true;
+}
+
+uint64_t lull_major_prepared_blocks(void)
+{
+    return major_g.prepared;
+}
+
 /* The background sweep (worker 0, world running). It takes the gc lock for
  * a few blocks at a time, never waiting for it: the thread that holds it
  * may be stopping this job (lull_workers_stop_background). Once nothing is
- * pending it gives long-empty blocks back to the OS: madvise outside any
- * pause. */
+ * pending it gives long-empty blocks back to the OS (madvise outside any
+ * pause), then prepares blocks for promotion (prepare_block). */
 #define SWEEP_BATCH 8
 static void sweep_job(lull_tracer *tr, void *arg)
 {
@@ -393,16 +427,18 @@ static void sweep_job(lull_tracer *tr, void *arg)
             usleep(50);
             continue;
         }
-        bool more = true;
+        bool more = true, prepared = true;
         for (int k = 0; k < SWEEP_BATCH && more; k++)
             if ((more = sweep_one()))
                 major_g.swept_background++, swept++;
         if (!more) {
             lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
             lull_space_release_pending();
+            for (int k = 0; k < SWEEP_BATCH && prepared; k++)
+                prepared = prepare_block();
         }
         lull_gc_unlock();
-        if (!more)
+        if (!more && !prepared)
             break;
     }
     LULL_PROBE1(bg_sweep_end, swept);
@@ -411,17 +447,19 @@ static void sweep_job(lull_tracer *tr, void *arg)
 
 void lull_major_resume_sweep(void)
 {
-    if (major_g.npending && lull_cfg.concurrent_sweep && lull_workers_can_background())
+    bool short_of_blocks = (uint64_t)major_g.empty_count << LULL_BLOCK_SHIFT < lull_policy_block_reserve();
+    if ((major_g.npending || short_of_blocks) && lull_cfg.concurrent_sweep && lull_workers_can_background())
         lull_workers_start_background(sweep_job, NULL);
 }
 
 void lull_major_release_empty(uint32_t min_age)
 {
     uint32_t keep = LULL_NO_BLOCK, i = major_g.empty_list;
+    uint64_t reserve = min_age ? lull_policy_block_reserve() : 0;   /* 0: an allocation needs them all */
     major_g.empty_list = LULL_NO_BLOCK;
     while (i != LULL_NO_BLOCK) {
         uint32_t next = B(i)->next;
-        if (B(i)->age >= min_age) {
+        if (B(i)->age >= min_age && (uint64_t)major_g.empty_count << LULL_BLOCK_SHIFT > reserve) {
             major_g.empty_count--;
             lull_space_free_deferred(i, 1);
         } else {

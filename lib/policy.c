@@ -38,6 +38,8 @@ static struct {
     bool fixed_known, per_byte_known;
     double predicted_ns;        /* for the nursery chosen last */
     bool said_unreachable;      /* the log said once that the target cannot be met */
+    double promoted_ema;        /* bytes a minor promotes (moving average, weight 1/4) */
+    bool promoted_known;
     uint64_t over_target;       /* minors whose pause exceeded the target (read by lull_get_stats) */
 } policy_g;
 
@@ -71,6 +73,8 @@ void lull_policy_init(void)
     policy_g.target_ns = lull_cfg.pause_target_ns;
     policy_g.fixed_known = policy_g.per_byte_known = policy_g.said_unreachable = false;
     policy_g.fixed_ns = policy_g.per_byte_ns = policy_g.predicted_ns = 0;
+    policy_g.promoted_ema = 0;
+    policy_g.promoted_known = false;
     __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
     policy_g.allocated_since = policy_g.at_mark_start = policy_g.mark_start_ns = 0;
     policy_g.allowance = MIN_ALLOWANCE;
@@ -184,6 +188,20 @@ void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance)
 {
     *trigger = policy_g.trigger;
     *allowance = policy_g.allowance;
+}
+
+void lull_policy_note_promoted(uint64_t bytes)
+{
+    ema(&policy_g.promoted_ema, &policy_g.promoted_known, (double)bytes);
+}
+
+/* EMPTY blocks kept ready for promotion (major.c): twice what a minor
+ * promotes on average, at most 64 MiB. */
+#define MAX_BLOCK_RESERVE ((uint64_t)64 << 20)
+uint64_t lull_policy_block_reserve(void)
+{
+    double r = 2 * policy_g.promoted_ema;
+    return r < (double)MAX_BLOCK_RESERVE ? (uint64_t)r : MAX_BLOCK_RESERVE;
 }
 
 double lull_policy_predicted_minor_ns(void)

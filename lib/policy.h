@@ -64,6 +64,10 @@ void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance);
  * its copying phase, and its whole pause (0 for a minor inside a major's
  * pause, whose pause measures more than the minor). Resizes the nursery. */
 void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns);
+/* Every minor's promoted bytes (gc lock held), and the EMPTY blocks'
+ * bytes kept ready for the next minor's promotion (major.c). */
+void lull_policy_note_promoted(uint64_t bytes);
+uint64_t lull_policy_block_reserve(void);
 /* The pause the model predicts for the next minor, for the log. */
 double lull_policy_predicted_minor_ns(void);
 /* lull_set_pause_target (gc lock held), and what lull_get_stats reads
