@@ -368,6 +368,9 @@ typedef struct lull_stats {
      * bytes of their slots (evacuation-threshold, README). */
     uint64_t objects_evacuated;
     uint64_t bytes_evacuated;
+    /* Of heap_bytes (addition to API.md): empty blocks the heap keeps for
+     * reuse, among them those prepared for the next minor's promotion. */
+    uint64_t heap_empty_bytes;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

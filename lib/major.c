@@ -53,7 +53,7 @@ static struct {
     uint32_t npending;
     unsigned cursor;                         /* the background job's next list */
     uint32_t empty_list;
-    uint32_t empty_count;
+    uint32_t empty_count;   /* written under the gc lock; read by lull_get_stats without it: atomics */
     uint64_t swept_background, swept_on_demand;
     uint64_t fragmented;                     /* what evacuation would give back, as of the last major */
     uint64_t prepared;                       /* blocks prepare_block made ready, since lull_init */
@@ -74,6 +74,11 @@ static struct {
 } evac_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 #define POISON_BYTE 0xa5
+
+static inline uint64_t empty_bytes(void)
+{
+    return (uint64_t)__atomic_load_n(&major_g.empty_count, __ATOMIC_RELAXED) << LULL_BLOCK_SHIFT;
+}
 
 /* A class with this many blocks or fewer is never evacuated: emptying it
  * would give back a block or two (SGen's rule: more than five). */
@@ -122,13 +127,13 @@ void lull_major_init(void)
     major_g.cursor = 0;
     major_g.swept_background = major_g.swept_on_demand = 0;
     major_g.empty_list = LULL_NO_BLOCK;
-    major_g.empty_count = 0;
+    __atomic_store_n(&major_g.empty_count, 0, __ATOMIC_RELAXED);
 }
 
 void lull_major_fini(void)
 {
     major_g.empty_list = LULL_NO_BLOCK;
-    major_g.empty_count = 0;
+    __atomic_store_n(&major_g.empty_count, 0, __ATOMIC_RELAXED);
 }
 
 static lull_block *B(uint32_t i) { return &lull_heap_g.blocks[i]; }
@@ -160,7 +165,7 @@ static uint32_t take_block(void)
     if (major_g.empty_list != LULL_NO_BLOCK) {
         uint32_t idx = major_g.empty_list;
         major_g.empty_list = B(idx)->next;
-        major_g.empty_count--;
+        __atomic_fetch_sub(&major_g.empty_count, 1, __ATOMIC_RELAXED);
         return idx;
     }
     return lull_space_alloc(1);
@@ -248,7 +253,7 @@ static uint64_t sweep_block(uint32_t idx, bool poison)
         b->age = 0;
         b->next = major_g.empty_list;
         major_g.empty_list = idx;
-        major_g.empty_count++;
+        __atomic_fetch_add(&major_g.empty_count, 1, __ATOMIC_RELAXED);
         return 0;
     }
     b->free_list = free_list;
@@ -387,7 +392,7 @@ void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand)
  * false when the reserve is met or the heap cannot grow. */
 static bool prepare_block(void)
 {
-    if ((uint64_t)major_g.empty_count << LULL_BLOCK_SHIFT >= lull_policy_block_reserve())
+    if (empty_bytes() >= lull_policy_block_reserve())
         return false;
     uint32_t idx = lull_space_alloc(1);
     if (idx == LULL_NO_BLOCK)
@@ -400,7 +405,7 @@ static bool prepare_block(void)
     b->age = 0;
     b->next = major_g.empty_list;
     major_g.empty_list = idx;
-    major_g.empty_count++;
+    __atomic_fetch_add(&major_g.empty_count, 1, __ATOMIC_RELAXED);
     major_g.prepared++;
     return true;
 }
@@ -447,7 +452,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
 
 void lull_major_resume_sweep(void)
 {
-    bool short_of_blocks = (uint64_t)major_g.empty_count << LULL_BLOCK_SHIFT < lull_policy_block_reserve();
+    bool short_of_blocks = empty_bytes() < lull_policy_block_reserve();
     if ((major_g.npending || short_of_blocks) && lull_cfg.concurrent_sweep && lull_workers_can_background())
         lull_workers_start_background(sweep_job, NULL);
 }
@@ -459,8 +464,8 @@ void lull_major_release_empty(uint32_t min_age)
     major_g.empty_list = LULL_NO_BLOCK;
     while (i != LULL_NO_BLOCK) {
         uint32_t next = B(i)->next;
-        if (B(i)->age >= min_age && (uint64_t)major_g.empty_count << LULL_BLOCK_SHIFT > reserve) {
-            major_g.empty_count--;
+        if (B(i)->age >= min_age && empty_bytes() > reserve) {
+            __atomic_fetch_sub(&major_g.empty_count, 1, __ATOMIC_RELAXED);
             lull_space_free_deferred(i, 1);
         } else {
             B(i)->next = keep;
@@ -473,7 +478,7 @@ void lull_major_release_empty(uint32_t min_age)
 
 size_t lull_major_empty_bytes(void)
 {
-    return (size_t)major_g.empty_count << LULL_BLOCK_SHIFT;
+    return (size_t)empty_bytes();
 }
 
 /* ------------------------------------------------------------------------ */

@@ -169,6 +169,7 @@ void lull_get_stats(lull_stats *s)
         s->bytes_allocated = lull_threads_allocated_bytes();
     s->heap_bytes = lull_heap_bytes_held();
     if (lull_is_initialised()) {
+        s->heap_empty_bytes = lull_major_empty_bytes();
         s->minors_over_target = lull_policy_minors_over_target();
         s->pause_target_ns = lull_policy_pause_target();
         s->nursery_bytes = lull_nursery_size();
