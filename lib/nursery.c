@@ -66,6 +66,7 @@ typedef struct minor_tracer {
     lull_alloc_caches promo;
     uint64_t promoted;
     lull_tracer mark_tr;        /* while a concurrent mark runs: what this tracer greys for it */
+    uint64_t cards;             /* dirty cards it scanned */
 } minor_tracer;
 
 /* The nursery's state: one instance (nursery_g), written by the thread
@@ -87,6 +88,7 @@ static struct {
      * scanned, copies drained) in ns. */
     uint64_t handed, trace_ns;
     uint64_t large_freed;         /* young large objects the last minor freed, bytes */
+    uint64_t cards;               /* dirty cards the last minor scanned */
 
     /* Logged ranges (walkable: objects or zero). Appended by refills,
      * sorted by start when a minor begins (log_sorted says whether it is).
@@ -870,6 +872,7 @@ static void scan_card(minor_tracer *mt, card_work w, size_t c, bool marking)
     uint8_t v = __atomic_load_n(card, __ATOMIC_RELAXED);
     if (!v)
         return;
+    mt->cards++;
     if (marking && v == LULL_CARD_STORED)   /* the mark must still see this store: mark.h */
         __atomic_store_n(&lull_heap_g.union_cards[(size_t)w.block * CARDS_PER_BLOCK + c], 1, __ATOMIC_RELAXED);
     __atomic_store_n(card, 0, __ATOMIC_RELAXED);
@@ -1057,6 +1060,11 @@ uint64_t lull_nursery_handed(void)
     return nursery_g.handed;
 }
 
+uint64_t lull_nursery_cards_scanned(void)
+{
+    return nursery_g.cards;
+}
+
 uint64_t lull_nursery_trace_ns(void)
 {
     return nursery_g.trace_ns;
@@ -1131,7 +1139,7 @@ uint64_t lull_nursery_collect(bool may_age)
     lull_tracer tr = { .id = 0, .spill = spill_gray };
     nursery_g.parallel = ntracers > 1;
     for (unsigned i = 0; i < ntracers; i++)
-        nursery_g.mt[i].promoted = 0;
+        nursery_g.mt[i].promoted = nursery_g.mt[i].cards = 0;
     minor_tracer *self = &nursery_g.mt[0];
     self->tr = &tr;
     nursery_g.gray_n = nursery_g.npins = 0;
@@ -1213,8 +1221,10 @@ uint64_t lull_nursery_collect(bool may_age)
     rebuild();
     LULL_TL(LULL_TL_MINOR_REBUILD, t_rebuild, lull_now_ns() - t_rebuild, 0, 0, 0, NULL);
     uint64_t promoted = 0, unused = 0;
+    nursery_g.cards = 0;
     for (unsigned i = 0; i < ntracers; i++) {
         promoted += nursery_g.mt[i].promoted;
+        nursery_g.cards += nursery_g.mt[i].cards;
         unused += lull_major_drop_caches(&nursery_g.mt[i].promo);
         lull_mark_adopt_from_minor(&nursery_g.mt[i].mark_tr);
     }

@@ -112,6 +112,8 @@ uint64_t lull_nursery_handed(void);
 /* The bytes of young large objects the last minor freed (heap.h). */
 uint64_t lull_nursery_large_freed(void);
 uint64_t lull_nursery_trace_ns(void);
+/* The dirty cards the last minor scanned (for the log). */
+uint64_t lull_nursery_cards_scanned(void);
 size_t   lull_nursery_size(void);
 void     lull_nursery_resize(size_t bytes);
 
