@@ -215,6 +215,13 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
         lull_gc_lock();
         collect_if(LULL_POLICY_SLOW_ALLOC, 0);
         if (!lull_nursery_refill(t, sz)) {
+            /* The heap is full: a minor now would take a whole pause to
+             * pin what it cannot copy and free nothing. The major heap's
+             * allocator collects a major when it is out of room. */
+            if (lull_nursery_promotion_failed()) {
+                lull_gc_unlock();
+                return NULL;
+            }
             collect_if(LULL_POLICY_NURSERY_FULL, 0);
             if (!lull_nursery_refill(t, sz)) {
                 lull_gc_unlock();

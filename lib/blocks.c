@@ -210,6 +210,15 @@ void lull_space_release_pending(void)
     }
 }
 
+size_t lull_space_headroom_bytes(void)
+{
+    size_t cap = lull_heap_g.nblocks;
+    if (space_g.limit_blocks && space_g.limit_blocks < cap)
+        cap = space_g.limit_blocks;
+    size_t used = atomic_load_explicit(&space_g.in_use, memory_order_relaxed);
+    return used < cap ? (cap - used) << LULL_BLOCK_SHIFT : 0;
+}
+
 size_t lull_space_in_use_bytes(void)
 {
     return (size_t)atomic_load_explicit(&space_g.in_use, memory_order_relaxed) << LULL_BLOCK_SHIFT;

@@ -328,6 +328,9 @@ void     lull_space_free(uint32_t idx, uint32_t n);
 void     lull_space_free_deferred(uint32_t idx, uint32_t n);
 void     lull_space_release_pending(void);
 size_t   lull_space_in_use_bytes(void);
+/* Bytes of blocks lull_space_alloc may still hand out before the
+ * max-heap-size limit or the end of the reserve (gc lock held). */
+size_t   lull_space_headroom_bytes(void);
 void     lull_space_set_limit(size_t bytes);
 
 /* ---- small objects (major.c) ---- */
@@ -355,13 +358,23 @@ uint64_t lull_major_drop_caches(lull_alloc_caches *caches);
 /* The sweep is lazy (major.c): at the end of a major every SMALL block is
  * only flagged sweep_pending and listed by size class (sweep_begin, which
  * returns the live bytes the mark found, from the mark bits); a block is
- * swept when an allocation or a promotion of its class needs room, by the
- * background job (concurrent-sweep=yes), or by sweep_all, which the next
- * major runs before it marks. Until then an unmarked object in a pending
+ * swept when an allocation of its class needs room, when a minor's
+ * promotion may need it (sweep_for_promotion), by the background job
+ * (concurrent-sweep=yes), or by sweep_all, which the next major runs
+ * before it marks. Until then an unmarked object in a pending
  * block is dead: walks and card scans skip it. World stopped or gc lock
  * held for all of these. */
 uint64_t lull_major_sweep_begin(void);
 void lull_major_sweep_all(void);
+/* Before a minor traces (world stopped): sweep pending blocks until the
+ * heap has room for `bytes` of copies without sweeping, in empty blocks
+ * and what max-heap-size still allows, or none is left pending. The
+ * promotion path itself never sweeps: a tracer scanning a dirty card of a
+ * pending block tells its dead objects by the mark bits, which a sweep
+ * clears under it. Without this, a minor right after a major near
+ * max-heap-size found no block, pinned the whole nursery, and every
+ * allocation after it ran another minor that did the same. */
+void lull_major_sweep_for_promotion(uint64_t bytes);
 bool lull_major_sweep_pending(void);
 /* Start the background sweep job if blocks wait and concurrent-sweep=yes
  * (after a pause, world running, gc lock held). */

@@ -331,8 +331,26 @@ uint64_t lull_major_fragmented_bytes(void)
     return major_g.fragmented;
 }
 
+static bool sweep_one_counting(uint64_t *freed);
+
+void lull_major_sweep_for_promotion(uint64_t bytes)
+{
+    if (!major_g.npending)
+        return;
+    uint64_t room = empty_bytes() + lull_space_headroom_bytes(), freed = 0;
+    while (room + freed < bytes && sweep_one_counting(&freed))
+        major_g.swept_on_demand++;
+}
+
 /* One pending block, from the lists in turn; false: none left. */
 static bool sweep_one(void)
+{
+    return sweep_one_counting(NULL);
+}
+
+/* The same, adding to *freed (when given) the bytes the block's sweep
+ * made free. */
+static bool sweep_one_counting(uint64_t *freed)
 {
     if (!major_g.npending)
         return false;
@@ -347,7 +365,9 @@ static bool sweep_one(void)
         major_g.pending[r][c] = B(idx)->next;
         major_g.npending--;
         major_g.cursor = l;
-        sweep_block(idx, lull_cfg.poison);
+        uint64_t live = sweep_block(idx, lull_cfg.poison);
+        if (freed)
+            *freed += LULL_BLOCK_SIZE - live;
         return true;
     }
     LULL_ASSERT(!"npending counts blocks on no list");

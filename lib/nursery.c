@@ -89,6 +89,10 @@ static struct {
     uint64_t handed, trace_ns;
     uint64_t large_freed;         /* young large objects the last minor freed, bytes */
     uint64_t cards;               /* dirty cards the last minor scanned */
+    uint64_t kept;                /* bytes the last minor left in place, pinned */
+    /* A copy could not be made since the last major: the heap is full, and
+     * until a major frees some, another minor would only pin again. */
+    atomic_bool promotion_failed;
 
     /* Logged ranges (walkable: objects or zero). Appended by refills,
      * sorted by start when a minor begins (log_sorted says whether it is).
@@ -690,6 +694,7 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v)
         bool refs = lull_type_has_refs(t);
         uintptr_t c = promote_alloc(mt, size, refs);
         if (!c) {
+            atomic_store_explicit(&nursery_g.promotion_failed, true, memory_order_relaxed);
             /* The major heap cannot grow: the object stays, pinned. Its
              * slots are forwarded in the gray array's pass, once every
              * tracer is done: another tracer that read its header before
@@ -1156,6 +1161,9 @@ uint64_t lull_nursery_collect(bool may_age)
     lull_nursery_sync_tlabs();
     sort_log();
     cement_new_cycle();
+    /* At most what was handed out since, and what the last one kept,
+     * is copied: blocks for it are swept now if the heap cannot grow. */
+    lull_major_sweep_for_promotion(nursery_g.handed + nursery_g.kept);
 
     /* 1. Pin (this thread): conservative roots, then the cemented objects. */
     uint64_t t_pin = lull_now_ns();
@@ -1215,6 +1223,9 @@ uint64_t lull_nursery_collect(bool may_age)
     nursery_g.npins = u;
     if (nursery_g.pins_overflowed)
         lull_fatal("lull_collect", "minor collection: more than %zu pinned objects", nursery_g.pins_cap);
+    nursery_g.kept = 0;
+    for (size_t i = 0; i < u; i++)
+        nursery_g.kept += walk_size(nursery_g.pins[i], *(uintptr_t *)nursery_g.pins[i]);
 
     /* 4. The nursery: pinned objects stay, the rest is free. */
     uint64_t t_rebuild = lull_now_ns();
@@ -1250,9 +1261,15 @@ static void clear_if_dead(uintptr_t obj, void *ctx)
         *(uint64_t *)ctx += lull_align_up(size, LULL_GRANULE);
 }
 
+bool lull_nursery_promotion_failed(void)
+{
+    return atomic_load_explicit(&nursery_g.promotion_failed, memory_order_relaxed);
+}
+
 uint64_t lull_nursery_after_major(bool marked)
 {
     uint64_t live = 0;
+    atomic_store_explicit(&nursery_g.promotion_failed, false, memory_order_relaxed);
     if (marked) {
         lull_nursery_each_object(clear_if_dead, &live);
         lull_mark_clear_blocks(nursery_g.first_block, nursery_g.nblocks);

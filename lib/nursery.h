@@ -117,6 +117,11 @@ uint64_t lull_nursery_cards_scanned(void);
 size_t   lull_nursery_size(void);
 void     lull_nursery_resize(size_t bytes);
 
+/* A minor since the last major could not copy an object for want of a
+ * block (it stayed, pinned): the heap is full, and another minor before a
+ * major frees some would pin the nursery again (alloc.c). */
+bool lull_nursery_promotion_failed(void);
+
 /* After a major's mark (world stopped): forget cemented objects, and if
  * the mark marked the nursery (a synchronous major, whose minor left only
  * pinned objects there), zero the dead and clear the survivors' mark bits.
