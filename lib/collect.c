@@ -509,6 +509,7 @@ void lull_collect_locked(int what, const char *reason)
         sweep_before_mark();
     collect_pause(what, reason, self);
     __asm__ __volatile__("" : : "r"(&entry) : "memory");   /* `entry` lives until here */
+    lull_clear_scratch_registers();   /* the collector's addresses out of this thread's registers (util.h) */
 }
 
 /* Wait, without the gc lock, until the background job of mark cycle
