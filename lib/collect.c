@@ -298,6 +298,13 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
      * handler with its live stack range recorded, outside any critical
      * region. */
     LULL_PROBE2(collection_begin, ends_major || start ? LULL_GEN_MAJOR : LULL_GEN_NURSERY, reason);
+    if (start)
+        LULL_PROBE1(initial_pause_begin, lull_mark_cycle() + 1);
+    if (finish) {
+        LULL_PROBE2(concurrent_mark_end, lull_mark_cycle(), lull_mark_background_done());
+        LULL_PROBE1(final_pause_begin, lull_mark_cycle());
+    }
+    LULL_PROBE1(world_stop_begin, lull_threads_count());
     uint64_t t_stop = lull_now_ns();
     lull_stw_stop(self);
     LULL_PROBE1(world_stopped, lull_threads_count());
@@ -332,7 +339,6 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         if (finish) {
             /* Final pause: roots, the union table's cards and what the
              * background left, drained by every worker. */
-            LULL_PROBE1(final_pause_begin, lull_mark_cycle());
             lull_mark_finish(&tr);
         } else {
             /* Mark: every mark bit is clear before (checked in checked
@@ -373,6 +379,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
          * small-object blocks lazily (heap.h), their live bytes counted
          * from the mark bits. Empty blocks kept long enough go back to the
          * OS. */
+        LULL_PROBE1(sweep_begin, collect_g.ncollections + 1);
         live = lull_major_sweep_begin() + lull_los_sweep() + lull_nursery_after_major();
         if (lull_cfg.poison)
             lull_major_sweep_all();   /* freed memory reads as poison at once, not when swept */
@@ -389,6 +396,11 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     LULL_PROBE1(restart_begin, collect_g.ncollections);
     uint64_t t_restart = lull_now_ns();
     lull_stw_restart(self);
+    LULL_PROBE1(restart_end, collect_g.ncollections);
+    if (start)
+        LULL_PROBE1(initial_pause_end, lull_mark_cycle());
+    if (finish)
+        LULL_PROBE1(final_pause_end, lull_mark_cycle());
     if (!lull_mark_resume_background())
         lull_major_resume_sweep();
     uint64_t pause = lull_now_ns() - t0;
@@ -400,6 +412,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
             t0, pause, collect_g.ncollections + (start ? 1 : 0), promoted, live, reason);
     LULL_TL(LULL_TL_COUNTERS, t0 + pause, 0, lull_heap_bytes_held(), lull_nursery_size(), collect_g.last_live, NULL);
     LULL_PROBE2(pause_end, collect_g.ncollections, pause);
+    LULL_PROBE2(collection_end, ends_major || start ? LULL_GEN_MAJOR : LULL_GEN_NURSERY, reason);
 
     /* The nursery's size for the next minor (policy.c): only a plain
      * minor's pause measures a minor. */

@@ -564,6 +564,7 @@ static void background_job(lull_tracer *tr, void *arg)
         if (!drain_background(tr))
             break;
         uint64_t t_pass = lull_now_ns();
+        LULL_PROBE1(preclean_begin, mark_g.cycle);
         size_t found = scan_union(tr);
         if (!lull_workers_background_stopping())
             found += preclean_cards(tr);
