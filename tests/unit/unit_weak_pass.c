@@ -52,27 +52,55 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* A minor from a fresh thread while this one is detached (no stale word of
- * this thread's keeps the dropped object); its wall time in ns. */
-static void *collect_main(void *arg)
+/* Zero the 64 KiB below the caller's frame (as tests/check.h's
+ * clobber_stack): a new thread may get the cached stack of one that ended,
+ * and a word that thread left there would be a conservative root. */
+__attribute__((noinline)) static void clobber_stack(void)
+{
+#if defined(__x86_64__)
+    __asm__ __volatile__("mov %%rsp, %%rdx\n\tsub $65536, %%rsp\n\tmov %%rsp, %%rdi\n\tmov $8192, %%ecx\n\t"
+                         "xor %%eax, %%eax\n\trep stosq\n\tmov %%rdx, %%rsp"
+                         : : : "rax", "rcx", "rdx", "rdi", "memory", "cc");
+#endif
+}
+
+/* Run fn in a new attached thread, its stack wiped first, while this one is
+ * detached (no stale word of either keeps or pins what a check expects to
+ * die or move). Every such thread starts here, so their frames line up. */
+struct fresh { void (*fn)(void *); void *arg; };
+static void *fresh_main(void *p)
+{
+    struct fresh *f = p;
+    UCHECK(lull_thread_attach() == 0, "attach");
+    clobber_stack();
+    f->fn(f->arg);
+    lull_thread_detach();
+    return NULL;
+}
+
+static void run_fresh(void (*fn)(void *), void *arg)
+{
+    struct fresh f = { fn, arg };
+    pthread_t t;
+    lull_thread_detach();
+    UCHECK(pthread_create(&t, NULL, fresh_main, &f) == 0, "pthread_create");
+    pthread_join(t, NULL);
+    UCHECK(lull_thread_attach() == 0, "attach");
+}
+
+/* A minor, from a fresh thread; its wall time in ns. */
+static void collect_minor(void *arg)
 {
     uint64_t *ns = arg;
-    UCHECK(lull_thread_attach() == 0, "attach");
     uint64_t t = now_ns();
     lull_collect(LULL_GEN_NURSERY);
     *ns = now_ns() - t;
-    lull_thread_detach();
-    return NULL;
 }
 
 static uint64_t minor(void)
 {
     uint64_t ns = 0;
-    pthread_t t;
-    lull_thread_detach();
-    UCHECK(pthread_create(&t, NULL, collect_main, &ns) == 0, "pthread_create");
-    pthread_join(t, NULL);
-    UCHECK(lull_thread_attach() == 0, "attach");
+    run_fresh(collect_minor, &ns);
     return ns;
 }
 
@@ -96,17 +124,14 @@ static void make_all(void)
     }
 }
 
-static void *make_three(void *arg)
+static void make_three(void *arg)
 {
     (void)arg;
-    UCHECK(lull_thread_attach() == 0, "attach");
     keep[0] = node_new(1);
     keep[1] = node_new(2);
     lull_handle_set(h[0], keep[0]);
     lull_handle_set(h[MANY / 2], keep[1]);
     lull_handle_set(h[MANY - 1], node_new(3));     /* dropped at once */
-    lull_thread_detach();
-    return NULL;
 }
 
 int main(void)
@@ -124,11 +149,7 @@ int main(void)
     for (uint32_t i = 1; i < MANY - 1; i++)
         if (i != MANY / 2)
             lull_handle_free(h[i]);
-    pthread_t t;
-    lull_thread_detach();
-    UCHECK(pthread_create(&t, NULL, make_three, NULL) == 0, "pthread_create");
-    pthread_join(t, NULL);
-    UCHECK(lull_thread_attach() == 0, "attach");
+    run_fresh(make_three, NULL);
     uintptr_t at0 = (uintptr_t)keep[0], at1 = (uintptr_t)keep[1];
     uint64_t read_three = slots_of_minor(LULL_HANDLE_WEAK, &three_ns);
     UCHECK(read_three <= 3 * 256, "with 3 weak handles left of %u a minor read %llu slots", MANY,
