@@ -423,6 +423,15 @@ typedef void (*lull_heap_shot_fn)(const lull_type_usage *usage, size_t count, vo
  * live; the collection has run then). */
 int lull_heap_shot(lull_heap_shot_fn fn, void *data);
 
+/* With <sys/sdt.h> at build time the library also carries USDT probes of
+ * provider "lull" (a nop each until a tracer attaches): the begin and end
+ * of every pause and of its steps (world stop, restart, sweep), of a
+ * concurrent major's initial pause, concurrent mark, preclean passes and
+ * final pause, and of the background sweep; the gc lock; allocation slow
+ * paths by kind with type name and size; objects pinned and promoted; heap
+ * growth; weak handles cleared; finalizers queued and run. The README
+ * lists each probe and its arguments. */
+
 #ifdef __cplusplus
 }
 #endif
