@@ -115,6 +115,7 @@ def is_lull(gc):
 
 
 VARIANTS = {}
+LULL_PARAMS = ""
 
 
 def main():
@@ -122,7 +123,10 @@ def main():
     for a in ["raw", "out", "command", "runs", "date", "machine", "compiler", "boehm", "commit", "quick"]:
         ap.add_argument("--" + a.replace("_", "-"), dest=a, required=True)
     ap.add_argument("--variant", action="append", default=[], help="NAME=PARAMS, as given to bench/run")
+    ap.add_argument("--lull-params", dest="lull_params", default="", help="LULL_GC_PARAMS of the lull column")
     args = ap.parse_args()
+    global LULL_PARAMS
+    LULL_PARAMS = args.lull_params
     for v in args.variant:
         name, _, params = v.partition("=")
         VARIANTS[name] = params
@@ -238,7 +242,7 @@ def main():
         lines.append("| " + " | ".join(cells) + " |")
         if n == 0:
             lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    columns = ["lull: LULL_GC_PARAMS unset"]
+    columns = [f"lull: LULL_GC_PARAMS={LULL_PARAMS}" if LULL_PARAMS else "lull: LULL_GC_PARAMS unset"]
     columns += [f"{v}: LULL_GC_PARAMS={p}" for v, p in VARIANTS.items()]
     if any(r["gc"] == "lull-mutex" for r in results + fails):
         columns.append("lull-mutex: lull with every handle call made under one pthread mutex (GCSHIM_HANDLES_MUTEX=1)")

@@ -271,19 +271,25 @@ void        lull_handle_free(lull_handle h);
  * at the collection that finds it so (a minor for a young object, a
  * major for an old one), the object and everything it references are kept
  * for one more cycle, and the call is queued. It runs on the collector's
- * finalizer thread ("lull-finalizer", started at the first registration,
- * attached while it runs finalizers, detached while it waits), or, with
- * finalizers=manual in LULL_GC_PARAMS, only inside lull_run_finalizers().
+ * finalizer thread ("lull-finalizer", started when the first finalizer is
+ * queued; attached while it runs finalizers, which are program code, so
+ * pauses stop it then like any thread; detached while it waits on a
+ * semaphore for work, so no pause ever signals it then; joined by
+ * lull_shutdown), or, with finalizers=manual in LULL_GC_PARAMS, only
+ * inside lull_run_finalizers().
  * During the call `obj` and what it references are intact; afterwards the
  * object is reclaimed unless the finalizer stored it somewhere reachable
  * (it is then an ordinary object again, with no finalizer: register one
  * again to have it run again).
  *
- * Order: unordered. Objects found unreachable in the same collection are
- * finalized in no particular order, so in a cycle of finalizable objects
- * each finalizer may see the others already finalized (but never freed:
- * they are reclaimed only at a later collection that finds them
- * unreachable again). A finalizer runs at most once per registration.
+ * Order: unordered (as in .NET and SGen). Objects found unreachable in
+ * the same collection are finalized in no particular order, so in a
+ * cycle of finalizable objects every member is finalized, and each
+ * finalizer may see the others already finalized (but never freed: they
+ * are reclaimed only at a later collection that finds them unreachable
+ * again, after every finalizer of the cycle ran). A finalizer runs at
+ * most once per registration. A finalizer that stores its object (or a
+ * cycle member) somewhere reachable resurrects it as an ordinary object.
  *
  * Registering again replaces the previous finalizer; fn = NULL removes it.
  * Returns 0, -EINVAL if `obj` is not the start of a heap object, -ENOMEM,
@@ -291,9 +297,9 @@ void        lull_handle_free(lull_handle h);
  *
  * lull_shutdown: with finalizers=auto, the finalizers already queued run
  * first (on the finalizer thread, which is then joined); objects still
- * reachable, or not yet found unreachable, are never finalized. With
- * finalizers=manual, what lull_run_finalizers was not called for is
- * dropped.
+ * reachable, or not yet found unreachable, are never finalized (no
+ * collection runs at shutdown). With finalizers=manual, what
+ * lull_run_finalizers was not called for is dropped: it never runs.
  */
 typedef void (*lull_finalizer_fn)(void *obj, void *data);
 int  lull_register_finalizer(void *obj, lull_finalizer_fn fn, void *data);
@@ -424,6 +430,15 @@ typedef void (*lull_heap_shot_fn)(const lull_type_usage *usage, size_t count, vo
  * the table for the counts cannot be had (or more than 65,536 types are
  * live; the collection has run then). */
 int lull_heap_shot(lull_heap_shot_fn fn, void *data);
+
+/* With <sys/sdt.h> at build time the library also carries USDT probes of
+ * provider "lull" (a nop each until a tracer attaches): the begin and end
+ * of every pause and of its steps (world stop, restart, sweep), of a
+ * concurrent major's initial pause, concurrent mark, preclean passes and
+ * final pause, and of the background sweep; the gc lock; allocation slow
+ * paths by kind with type name and size; objects pinned and promoted; heap
+ * growth; weak handles cleared; finalizers queued and run. The README
+ * lists each probe and its arguments. */
 
 #ifdef __cplusplus
 }

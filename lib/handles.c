@@ -26,12 +26,31 @@
  * get  one acquire load, masked, in a critical region (threads.h): a
  *      thread is never stopped holding only the tagged word.
  *
- * The collector (world stopped) walks slots [0, high), `high` being one
- * past the highest slot ever claimed, so a table with a few handles costs a
- * few reads however many it once held elsewhere. Memory orders: claiming
- * and setting are release (a get that reads the target with acquire sees
- * its initialised contents); the bucket pointer is published with release
- * and read with acquire. */
+ * The collector (world stopped) visits only slots that may be occupied.
+ * Slots come in chunks of CHUNK (a bucket holds a whole number of them),
+ * each with a count of its claimed slots on a cache line of its own (after
+ * the bucket's slots), and chunks in groups of GROUP, each with a flag
+ * "some chunk of mine may be in use". Invariants, whenever the world is
+ * stopped:
+ *
+ *   a chunk's count >= the occupied slots in it: new adds 1 before its CAS
+ *     (and takes it back when the CAS fails), free takes 1 after its CAS;
+ *   a group's flag is set if any of its chunks has a count > 0: new sets
+ *     it after raising the count and before its CAS (a store only when it
+ *     reads it clear, so threads do not write a shared line on every new),
+ *     and only the collector clears it, with the world stopped, once it
+ *     found every count of the group 0.
+ *
+ * So a pass reads one flag per GROUP slots up to `high` (one past the
+ * highest slot ever claimed), one count per CHUNK slots of a flagged group,
+ * and the slots of chunks with a claimed slot: a table that once held a
+ * million weak handles and now holds three reads 64 flags, 64 counts and
+ * 256 slots per pass, not a million slots; a table with none, 64 flags.
+ * Memory orders: claiming and setting are release (a get that reads the
+ * target with acquire sees its initialised contents); the bucket pointer
+ * is published with release and read with acquire; the counts and flags
+ * are relaxed (the collector reads them after the stop handshake, which
+ * orders every stopped thread's earlier stores before its reads). */
 #include "handles.h"
 
 #include <errno.h>
@@ -49,6 +68,14 @@
 #define BUCKET0       ((uint32_t)1 << BUCKET0_SHIFT)
 #define NBUCKETS      16u        /* BUCKET0 * (2^16 - 1) slots > LULL_HANDLE_MAX */
 
+#define CHUNK_SHIFT   8u
+#define CHUNK         ((uint32_t)1 << CHUNK_SHIFT)    /* slots per counted chunk (a bucket holds >= 4) */
+#define COUNT_STRIDE  64u                            /* bytes per chunk count: a cache line each */
+#define GROUP_SHIFT   6u
+#define GROUP         ((uint32_t)1 << GROUP_SHIFT)    /* chunks per flag */
+#define NGROUPS       ((((BUCKET0 << NBUCKETS) - BUCKET0) >> CHUNK_SHIFT >> GROUP_SHIFT) + 1)
+_Static_assert(BUCKET0 % CHUNK == 0, "a bucket holds whole chunks");
+
 #define SLOT_OCCUPIED ((uint64_t)1)
 #define SLOT_GEN_SHIFT 58u
 #define SLOT_GEN_MASK  ((uint64_t)31 << SLOT_GEN_SHIFT)
@@ -62,6 +89,8 @@ typedef struct table {
     _Atomic(_Atomic uint64_t *) bucket[NBUCKETS];
     atomic_uint high;            /* one past the highest slot ever claimed */
     atomic_uint regions;         /* regions handed to threads so far (where_to_look) */
+    atomic_uchar used[NGROUPS];  /* per group of chunks: may hold a claimed slot */
+    uint64_t slots_read;         /* by the collector's walks (world stopped), for tests and the log */
 } table;
 
 /* The four tables (global): memory of buckets installed by any thread,
@@ -78,9 +107,18 @@ static inline uint32_t bucket_of(uint32_t idx, uint32_t *off)
     return b;
 }
 
+/* A bucket's memory: its slots, then one count per chunk of them. */
 static inline size_t bucket_bytes(uint32_t b)
 {
-    return ((size_t)BUCKET0 << b) * sizeof(uint64_t);
+    size_t n = (size_t)BUCKET0 << b;
+    return n * sizeof(uint64_t) + (n >> CHUNK_SHIFT) * COUNT_STRIDE;
+}
+
+/* The count of the chunk that slot `off` of bucket bk (bucket b) lies in. */
+static inline atomic_uint *chunk_count(_Atomic uint64_t *bk, uint32_t b, uint32_t off)
+{
+    char *counts = (char *)(bk + ((size_t)BUCKET0 << b));
+    return (atomic_uint *)(counts + (size_t)(off >> CHUNK_SHIFT) * COUNT_STRIDE);
 }
 
 void lull_handles_init(void)
@@ -90,6 +128,9 @@ void lull_handles_init(void)
             atomic_store_explicit(&handles_g[k].bucket[b], NULL, memory_order_relaxed);
         atomic_store_explicit(&handles_g[k].high, 0, memory_order_relaxed);
         atomic_store_explicit(&handles_g[k].regions, 0, memory_order_relaxed);
+        for (unsigned g = 0; g < NGROUPS; g++)
+            atomic_store_explicit(&handles_g[k].used[g], 0, memory_order_relaxed);
+        handles_g[k].slots_read = 0;
     }
 }
 
@@ -141,8 +182,9 @@ static uint64_t target_bits(const char *fn, void *obj)
 }
 
 /* The slot a handle names, checked: the kind's table has it, it is
- * occupied, and its generation is the handle's. *word gets its value. */
-static _Atomic uint64_t *slot_of(const char *fn, lull_handle h, uint64_t *word)
+ * occupied, and its generation is the handle's. *word gets its value;
+ * *count (if not NULL) the slot's chunk count. */
+static _Atomic uint64_t *slot_of(const char *fn, lull_handle h, uint64_t *word, atomic_uint **count)
 {
     unsigned kind = h & 3u, gen = (h >> H_KIND_BITS) & 31u;
     uint32_t idx1 = h >> H_IDX_SHIFT;
@@ -157,6 +199,8 @@ static _Atomic uint64_t *slot_of(const char *fn, lull_handle h, uint64_t *word)
         lull_fatal(fn, "handle %#x (%s, slot %u) was freed (or is a made-up value)", (unsigned)h,
                    kind_names[kind], idx1 - 1);
     *word = w;
+    if (count)
+        *count = chunk_count(bk, b, off);
     return s;
 }
 
@@ -199,16 +243,24 @@ static lull_handle claim_in(table *t, lull_thread *self, unsigned kind, uint64_t
             uint64_t w = atomic_load_explicit(&bk[off], memory_order_relaxed);
             if (w & SLOT_OCCUPIED)
                 continue;
-            /* `high` covers the slot before it can hold the target: a
-             * collection that stops this thread right after the CAS, with
-             * obj no longer in any register, must still see the slot. */
+            /* `high`, the chunk's count and its group's flag cover the
+             * slot before it can hold the target: a collection that stops
+             * this thread right after the CAS, with obj no longer in any
+             * register, must still visit the slot (the file comment). */
             uint32_t hi = atomic_load_explicit(&t->high, memory_order_relaxed);
             while (hi <= idx && !atomic_compare_exchange_weak_explicit(&t->high, &hi, idx + 1, memory_order_release,
                                                                        memory_order_relaxed))
                 ;
+            atomic_uint *count = chunk_count(bk, b, off);
+            atomic_fetch_add_explicit(count, 1, memory_order_relaxed);
+            atomic_uchar *used = &t->used[idx >> CHUNK_SHIFT >> GROUP_SHIFT];
+            if (!atomic_load_explicit(used, memory_order_relaxed))
+                atomic_store_explicit(used, 1, memory_order_relaxed);
             if (!atomic_compare_exchange_strong_explicit(&bk[off], &w, (w & SLOT_GEN_MASK) | target | SLOT_OCCUPIED,
-                                                         memory_order_release, memory_order_relaxed))
+                                                         memory_order_release, memory_order_relaxed)) {
+                atomic_fetch_sub_explicit(count, 1, memory_order_relaxed);
                 continue;     /* claimed (or freed and claimed) meanwhile: the next one */
+            }
             self->handle_hint[kind] = idx + 2;     /* look after this one next */
             unsigned gen = (unsigned)((w & SLOT_GEN_MASK) >> SLOT_GEN_SHIFT);
             return (lull_handle)(((idx + 1) << H_IDX_SHIFT) | (gen << H_KIND_BITS) | (unsigned)kind);
@@ -270,7 +322,7 @@ void *lull_handle_get(lull_handle h)
     lull_thread *self = lull_thread_self;
     lull_enter_critical(self);
     uint64_t w;
-    slot_of("lull_handle_get", h, &w);
+    slot_of("lull_handle_get", h, &w, NULL);
     void *p = (void *)(uintptr_t)(w & SLOT_PTR_MASK);
     __asm__ __volatile__("" : "+r"(p));
     lull_exit_critical(self);
@@ -281,7 +333,7 @@ void lull_handle_set(lull_handle h, void *obj)
 {
     check_caller("lull_handle_set");
     uint64_t target = target_bits("lull_handle_set", obj), w;
-    _Atomic uint64_t *s = slot_of("lull_handle_set", h, &w);
+    _Atomic uint64_t *s = slot_of("lull_handle_set", h, &w, NULL);
     /* A failed CAS: a collection moved or cleared the old target meanwhile
      * (this thread was stopped); the handle is still ours. */
     while (!atomic_compare_exchange_weak_explicit(s, &w, (w & ~SLOT_PTR_MASK) | target, memory_order_release,
@@ -294,7 +346,8 @@ void lull_handle_free(lull_handle h)
 {
     check_caller("lull_handle_free");
     uint64_t w;
-    _Atomic uint64_t *s = slot_of("lull_handle_free", h, &w);
+    atomic_uint *count;
+    _Atomic uint64_t *s = slot_of("lull_handle_free", h, &w, &count);
     for (;;) {
         uint64_t next_gen = (((w & SLOT_GEN_MASK) >> SLOT_GEN_SHIFT) + 1) & 31u;
         if (atomic_compare_exchange_weak_explicit(s, &w, next_gen << SLOT_GEN_SHIFT, memory_order_release,
@@ -303,6 +356,7 @@ void lull_handle_free(lull_handle h)
         if (!(w & SLOT_OCCUPIED))
             lull_fatal("lull_handle_free", "handle %#x was freed twice at once", (unsigned)h);
     }
+    atomic_fetch_sub_explicit(count, 1, memory_order_relaxed);   /* after the CAS (the file comment) */
     /* This thread's next new looks here first (where_to_look). */
     lull_thread *self = lull_thread_self;
     uint32_t idx = (h >> H_IDX_SHIFT) - 1, cur = self->handle_hint[h & 3u];
@@ -312,22 +366,41 @@ void lull_handle_free(lull_handle h)
 
 /* ---- the collector's side (world stopped) ---- */
 
-/* fn(slot, target, ctx) for every occupied slot of kind with a target. */
+/* fn(slot, target, ctx) for every occupied slot of kind with a target,
+ * visiting only flagged groups and chunks with a count (the file comment);
+ * a group whose counts are all 0 loses its flag. World stopped. */
 static void each_target(unsigned kind, void (*fn)(_Atomic uint64_t *slot, uint64_t w, void *ctx), void *ctx)
 {
     table *t = &handles_g[kind];
     uint32_t high = atomic_load_explicit(&t->high, memory_order_acquire);
-    for (uint32_t b = 0, base = 0; base < high && b < NBUCKETS; base += BUCKET0 << b, b++) {
-        _Atomic uint64_t *bk = atomic_load_explicit(&t->bucket[b], memory_order_acquire);
-        uint32_t n = BUCKET0 << b;
-        if (n > high - base)
-            n = high - base;
-        for (uint32_t i = 0; i < n; i++) {
-            uint64_t w = atomic_load_explicit(&bk[i], memory_order_relaxed);
-            if ((w & SLOT_OCCUPIED) && (w & SLOT_PTR_MASK))
-                fn(&bk[i], w, ctx);
+    uint32_t nchunks = (high + CHUNK - 1) >> CHUNK_SHIFT;
+    for (uint32_t g = 0; g << GROUP_SHIFT < nchunks; g++) {
+        if (!atomic_load_explicit(&t->used[g], memory_order_relaxed))
+            continue;
+        bool any = false;
+        uint32_t last = (g + 1) << GROUP_SHIFT < nchunks ? (g + 1) << GROUP_SHIFT : nchunks;
+        for (uint32_t c = g << GROUP_SHIFT; c < last; c++) {
+            uint32_t off, b = bucket_of(c << CHUNK_SHIFT, &off);
+            _Atomic uint64_t *bk = atomic_load_explicit(&t->bucket[b], memory_order_acquire);
+            if (!atomic_load_explicit(chunk_count(bk, b, off), memory_order_relaxed))
+                continue;
+            any = true;
+            uint32_t n = high - (c << CHUNK_SHIFT) < CHUNK ? high - (c << CHUNK_SHIFT) : CHUNK;
+            t->slots_read += n;
+            for (uint32_t i = off; i < off + n; i++) {
+                uint64_t w = atomic_load_explicit(&bk[i], memory_order_relaxed);
+                if ((w & SLOT_OCCUPIED) && (w & SLOT_PTR_MASK))
+                    fn(&bk[i], w, ctx);
+            }
         }
+        if (!any)
+            atomic_store_explicit(&t->used[g], 0, memory_order_relaxed);
     }
+}
+
+uint64_t lull_handles_slots_read(enum lull_handle_kind kind)
+{
+    return handles_g[kind].slots_read;
 }
 
 typedef struct root_ctx {

@@ -39,9 +39,14 @@ typedef uintptr_t (*lull_fate_fn)(uintptr_t obj, void *ctx);
 
 /* The weak pass over the handles of `kind` (WEAK or WEAK_TRACK), world
  * stopped: each target becomes fate(target): followed if it moved, cleared
- * if dead. Visits only the part of the table ever used. Returns the
- * handles cleared. */
+ * if dead. Visits only the chunks of the table that hold a handle
+ * (handles.c): its cost follows the handles there are, not the most there
+ * ever were. Returns the handles cleared. */
 uint64_t lull_handles_weak_pass(enum lull_handle_kind kind, lull_fate_fn fate, void *ctx);
+
+/* Slots of kind's table the collector's walks (weak passes, root scans,
+ * verifiers) have read since lull_init: what tests/unit measures a pass by. */
+uint64_t lull_handles_slots_read(enum lull_handle_kind kind);
 
 /* Every non-NULL weak target (both weak kinds), read only: the
  * verifiers (world stopped). */

@@ -826,6 +826,7 @@ static void background_job(lull_tracer *tr, void *arg)
         size_t before = mark_g.pass_running ? mark_g.pass_found : 0;
         if (!mark_g.pass_running) {
             mark_g.pass_running = true;
+            LULL_PROBE1(preclean_begin, mark_g.cycle);
             mark_g.pass_block = 0;
             mark_g.pass_found = 0;
         }

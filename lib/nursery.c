@@ -26,6 +26,17 @@
 /* Free space smaller than this between pinned objects is not worth a
  * fragment; it is zeroed (so walks skip it) and waits for the next minor. */
 #define MIN_FRAGMENT ((uintptr_t)512)
+/* Every fragment ends a granule before what follows it (a pinned object, a
+ * TLAB's tail, the end of the nursery), and every TLAB a granule before
+ * the end of the space handed out for it, in gaps never allocated. A
+ * thread keeps its TLAB's end, and the refill the fragment's, in registers
+ * and on its stack for a while; were such an end the first byte of an
+ * object (the next TLAB's first, the pinned object a fragment stops at,
+ * the first object of the block after the nursery), a conservative scan of
+ * that thread would keep that object alive: tests/heap_shot.c saw dropped
+ * objects kept by each of the last two. rebuild() keeps a TLAB's gap with
+ * its tail. */
+#define TLAB_GAP     ((uintptr_t)LULL_GRANULE)
 #define POISON_BYTE  0xdb
 #define NO_LOG       UINT32_MAX
 #define CEMENT_SLOTS 4096u
@@ -38,7 +49,8 @@ typedef struct range {
 
 typedef struct excl {
     uintptr_t start, end;
-    bool      tail;      /* a thread's TLAB tail (else a pinned object) */
+    bool      tail;      /* a thread's TLAB tail and gap (else a pinned object or a gap) */
+    bool      gap;       /* the gap after a used-up TLAB: neither fragment nor logged */
 } excl;
 
 /* Cementing: open addressing on the object address. `count` is per minor.
@@ -189,7 +201,7 @@ int lull_nursery_init(size_t size)
     nursery_g.log_n = 0;
     nursery_g.log_sorted = true;
     /* The whole nursery is one fragment; block-space runs read as zero. */
-    nursery_g.frags[0] = (range){ lull_nursery_start, lull_nursery_end };
+    nursery_g.frags[0] = (range){ lull_nursery_start, lull_nursery_end - TLAB_GAP };
     nursery_g.nfrags = 1;
     nursery_g.frag_cur = 0;
     atomic_store(&nursery_g.ncemented, 0);
@@ -224,7 +236,7 @@ void lull_nursery_retire_tlab(lull_thread *t)
     if (t->tlab_log != NO_LOG) {
         nursery_g.log_[t->tlab_log].end = (uintptr_t)tl->next;
         /* The unused tail was counted as allocated when handed out. */
-        uint64_t unused = (uint64_t)(tl->end - tl->next);
+        uint64_t unused = (uint64_t)(tl->end - tl->next) + TLAB_GAP;
         atomic_store_explicit(&t->allocated, atomic_load_explicit(&t->allocated, memory_order_relaxed) - unused,
                               memory_order_relaxed);
         t->tlab_log = NO_LOG;
@@ -238,13 +250,13 @@ bool lull_nursery_refill(lull_thread *t, size_t need)
     while (nursery_g.frag_cur < nursery_g.nfrags) {
         range *f = &nursery_g.frags[nursery_g.frag_cur];
         size_t avail = f->end - f->start;
-        if (avail < need) {
+        if (avail < need + TLAB_GAP) {
             nursery_g.frag_cur++;       /* the rest stays unused until the next minor */
             continue;
         }
         size_t take = avail < LULL_TLAB_SIZE ? avail : LULL_TLAB_SIZE;
-        if (take < need)
-            take = need;
+        if (take < need + TLAB_GAP)
+            take = need + TLAB_GAP;
         if (avail - take < MIN_FRAGMENT)
             take = avail;     /* no sliver left behind */
         uintptr_t s = f->start;
@@ -260,7 +272,7 @@ bool lull_nursery_refill(lull_thread *t, size_t need)
             nursery_g.log_sorted = false;
         t->tlab_log = (uint32_t)nursery_g.log_n++;
         t->tlab->next = (char *)s;
-        t->tlab->end = (char *)(s + take);
+        t->tlab->end = (char *)(s + take - TLAB_GAP);
         lull_thread_count_alloc(t, take);
         LULL_PROBE2(alloc_tlab, take, need);
         return true;
@@ -972,7 +984,7 @@ static void add_fragment(uintptr_t s, uintptr_t e)
     }
     if (nursery_g.nfrags == nursery_g.frags_cap)
         lull_fatal("lull_collect", "minor collection: fragment table full");
-    nursery_g.frags[nursery_g.nfrags++] = (range){ s, e };
+    nursery_g.frags[nursery_g.nfrags++] = (range){ s, e - TLAB_GAP };
     if (lull_cfg.clear_nursery)
         memset((void *)s, POISON_BYTE, e - s);
 }
@@ -998,19 +1010,19 @@ static void rebuild(void)
         uintptr_t obj = nursery_g.pins[i];
         uintptr_t *h = (uintptr_t *)obj;
         *h &= ~LULL_HDR_PINNED;
-        ex[n++] = (excl){ obj, obj + lull_object_size(obj, lull_header_type(*h)), false };
+        ex[n++] = (excl){ obj, obj + lull_object_size(obj, lull_header_type(*h)), false, false };
     }
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
         if (t->tlab_log == NO_LOG)
             continue;
         if (t->tlab->next == t->tlab->end) {
-            /* Used up: nothing to keep. It may end exactly where another
-             * TLAB's pinned object starts, and an empty range there would
-             * hide that object from lookups. */
+            /* Used up: nothing to keep but its gap (TLAB_GAP). An empty
+             * logged range there could hide a pinned object from lookups. */
             t->tlab_log = NO_LOG;
+            ex[n++] = (excl){ (uintptr_t)t->tlab->end, (uintptr_t)t->tlab->end + TLAB_GAP, false, true };
             continue;
         }
-        ex[n++] = (excl){ (uintptr_t)t->tlab->next, (uintptr_t)t->tlab->end, true };
+        ex[n++] = (excl){ (uintptr_t)t->tlab->next, (uintptr_t)t->tlab->end + TLAB_GAP, true, false };
     }
     sort_excl(ex, n);
 
@@ -1020,6 +1032,13 @@ static void rebuild(void)
     size_t i = 0;
     while (i < n) {
         add_fragment(cursor, ex[i].start);
+        if (ex[i].gap) {
+            /* Never allocated, so nothing pinned lies in it. */
+            LULL_ASSERT(ex[i].start >= cursor);
+            cursor = ex[i].end;
+            i++;
+            continue;
+        }
         if (ex[i].tail) {
             /* An empty range at the tail's start: this thread's TLAB. */
             log_add(ex[i].start, ex[i].start);
@@ -1033,7 +1052,7 @@ static void rebuild(void)
         /* A run of pinned objects with small gaps. */
         uintptr_t run_start = ex[i].start, run_end = ex[i].end;
         i++;
-        while (i < n && !ex[i].tail && ex[i].start - run_end < MIN_FRAGMENT &&
+        while (i < n && !ex[i].tail && !ex[i].gap && ex[i].start - run_end < MIN_FRAGMENT &&
                run_end - run_start < LULL_TLAB_SIZE) {   /* lookups walk at most a run */
             memset((void *)run_end, 0, ex[i].start - run_end);
             run_end = ex[i].end;
@@ -1093,10 +1112,10 @@ void lull_nursery_resize(size_t bytes)
         /* Shrink now: the fragments beyond the limit are dropped (their
          * memory is not logged, so nothing walks it). */
         size_t n = nursery_g.nfrags;
-        while (n > nursery_g.frag_cur && nursery_g.frags[n - 1].start >= limit)
+        while (n > nursery_g.frag_cur && nursery_g.frags[n - 1].start >= limit - TLAB_GAP)
             n--;
-        if (n > nursery_g.frag_cur && nursery_g.frags[n - 1].end > limit)
-            nursery_g.frags[n - 1].end = limit;
+        if (n > nursery_g.frag_cur && nursery_g.frags[n - 1].end > limit - TLAB_GAP)
+            nursery_g.frags[n - 1].end = limit - TLAB_GAP;
         nursery_g.nfrags = n;
         if (nursery_g.frag_cur < n && nursery_g.frags[nursery_g.frag_cur].start >= nursery_g.frags[nursery_g.frag_cur].end)
             nursery_g.frag_cur++;

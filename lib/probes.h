@@ -4,20 +4,29 @@
  *
  *   bpftrace -e 'usdt:./liblull.so:lull:pause_end { @us = hist(arg1 / 1000); }'
  *
- * Probes (the README lists them with their arguments; tests/unit checks
- * with readelf -n that each is in the built library):
- *   collection_begin(generation, reason)   before the world is stopped
- *   world_stopped(threads)                 every other thread is suspended
+ * Probes (the README lists them with their arguments; the usdt_probes
+ * test reads that table and checks with readelf -n that each is in the
+ * built library, and consumer_package that each is in the installed one):
+ *   collection_begin(generation, reason)   a pause begins, before the world is stopped
+ *   world_stop_begin(threads)              the suspend signals are about to go out
+ *   world_stopped(threads)                 every other thread is suspended (the stop's end)
  *   minor_end(promoted_bytes)              a minor's copying is done
  *   mark_end(overflows)                    marking complete
- *   sweep_end(live_bytes)                  sweep complete
+ *   sweep_begin(collection)                a major's sweep in its pause begins
+ *   sweep_end(live_bytes)                  that sweep is done
  *   restart_begin(collection)              the world is about to run again
+ *   restart_end(collection)                every stopped thread may run
  *   pause_end(collection, pause_ns)        the world runs again
+ *   collection_end(generation, reason)     the pause collection_begin began is over
  *   gc_lock_acquired() / gc_lock_released()
+ *   initial_pause_begin(cycle) / initial_pause_end(cycle)   a concurrent major's initial pause
  *   concurrent_mark_begin(cycle)           the background mark starts (initial pause)
+ *   preclean_begin(cycle)                  a preclean pass begins
  *   preclean_end(cards)                    a preclean pass, and the cards it rescanned
  *   concurrent_mark_done(cycle)            the background mark has nothing left
- *   final_pause_begin(cycle)               the final pause marks
+ *   concurrent_mark_end(cycle, done)       the final pause ends the concurrent mark (done: the
+ *                                          background had finished; 0: finished stopped)
+ *   final_pause_begin(cycle) / final_pause_end(cycle)       its final pause
  *   bg_sweep_begin() / bg_sweep_end(blocks) the background sweep's runs
  *   alloc_tlab(thread_bytes, need)         a TLAB refill (need: the object's bytes)
  *   alloc_nursery(type_name, bytes)        an object allocated by the slow path in a TLAB

@@ -58,6 +58,7 @@ static struct {
     uint32_t named[MAX_NAMED];    /* threads whose name was written */
     unsigned nnamed;
     uint64_t events_written;
+    uint64_t writer_cpu_ns;       /* the writer thread's CPU time, when it ended (the file's otherData) */
     pthread_once_t atexit_once;
 } tl_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1, .atexit_once = PTHREAD_ONCE_INIT };
 
@@ -265,6 +266,11 @@ static void *writer_main(void *arg)
         pthread_mutex_lock(&tl_g.lock);
     }
     pthread_mutex_unlock(&tl_g.lock);
+    /* What writing the file cost (the recording's share is in the threads
+     * that record, a few stores per event): read before the join. */
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        tl_g.writer_cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
     return NULL;
 }
 
@@ -322,6 +328,7 @@ int lull_timeline_start(const char *path, unsigned workers)
     tl_g.first_event = true;
     tl_g.nnamed = 0;
     tl_g.events_written = 0;
+    tl_g.writer_cpu_ns = 0;
     tl_g.stop = false;
     out_printf("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     out_printf("%s{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"lull\"}}", sep());
@@ -372,8 +379,9 @@ void lull_timeline_stop(void)
     unsigned long dropped = 0;
     for (unsigned i = 0; i < tl_g.nrings; i++)
         dropped += atomic_load_explicit(&tl_g.rings[i].dropped, memory_order_relaxed);
-    out_printf("\n],\"otherData\":{\"producer\":\"lull\",\"events\":\"%llu\",\"dropped_events\":\"%lu\"}}\n",
-               (unsigned long long)tl_g.events_written, dropped);
+    out_printf("\n],\"otherData\":{\"producer\":\"lull\",\"events\":\"%llu\",\"dropped_events\":\"%lu\","
+               "\"writer_cpu_ms\":\"%.3f\"}}\n",
+               (unsigned long long)tl_g.events_written, dropped, (double)tl_g.writer_cpu_ns / 1e6);
     out_flush();
     close(tl_g.fd);
     tl_g.fd = -1;

@@ -88,6 +88,19 @@ static inline size_t lull_align_up(size_t n, size_t a) { return (n + a - 1) & ~(
 #else
 #define LULL__SCRUB_CLOBBERED(uc) ((void)(uc))
 #endif
+/* After a collection, on the thread that ran it, before it goes back to
+ * the program: zero the registers the calling convention lets a callee
+ * clobber (rax, rcx, rdx, rsi, rdi, r8-r11, every vector register). The
+ * collector's memcpy and memmove (glibc's AVX-512 variants move 64 bytes at
+ * a time through zmm16-zmm31, which code compiled without -mavx512f never
+ * touches) leave heap addresses there, and they stay for as long as the
+ * thread runs code that does not overwrite them: when a later pause stops
+ * the thread, the signal frame saves them and the stack scan keeps those
+ * objects alive (tests/heap_shot.c found zmm17-zmm19 holding 23 addresses
+ * of objects the program had dropped, and 64 objects retained with them).
+ * A no-op off x86-64. */
+void lull_clear_scratch_registers(void);
+
 /* A macro, not a function: the registers must be the caller's. */
 #define lull_capture_registers(uc)                                                       \
     do {                                                                                 \

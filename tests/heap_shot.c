@@ -8,9 +8,14 @@
  *    again dropped, each type is reported once with exactly the kept
  *    number of objects and at least their bytes, while two other threads
  *    allocate garbage of another type all along;
- *  - after the kept objects are dropped too, the next shot reports at most
- *    a tenth of them (the noise threads' stacks are scanned
- *    conservatively: see the comment at the check);
+ *  - after the kept objects are dropped too, the next shot reports none of
+ *    them, with the noise threads still allocating; all of this CYCLES
+ *    times (under the sanitizers one extra object per type and check is
+ *    allowed: see keep_and_drop) (a dropped object kept alive by a stale word showed in about
+ *    one cycle in five before lull cleared the collector's addresses out of
+ *    a collecting thread's registers, and one in thirty before TLABs and
+ *    fragments ended a granule short of the next object: see the comment
+ *    at the check);
  *  - the callback may call lull (it allocates and collects);
  *  - with LULL_GC_DEBUG=heap-shot=FILE (ctest heap_shot_file), FILE holds
  *    one snapshot per major, one of which lists the kept objects.
@@ -23,6 +28,11 @@
 #define N_ARRAYS  300u
 #define N_LARGE   5u
 #define N_PINNED  7u
+#define CYCLES    30
+
+/* Objects beyond the kept ones a shot may report, per type and shot (see
+ * the comment in keep_and_drop). */
+#define SLACK 1u
 
 typedef struct small { lull_header h; void *ref; uint64_t v[2]; } small;
 static const lull_type small_type = { .name = "shot-small", .size = sizeof(small), .refs = LULL_REF(small, ref) };
@@ -33,7 +43,14 @@ static const lull_type pinned_type = { .name = "shot-pinned", .size = sizeof(sma
                                        .refs = LULL_REF(small, ref) };
 static const lull_type noise_type = { .name = "shot-noise", .size = sizeof(small), .refs = LULL_REF(small, ref) };
 
-static void *keep[N_SMALL + N_ARRAYS + N_LARGE + N_PINNED];
+#define N_ALL (N_SMALL + N_ARRAYS + N_LARGE + N_PINNED)
+static void *keep[N_ALL];
+/* A WEAK handle on every object build makes, kept or dropped, and its type
+ * (0..3, as want[]); the conservative node's is the last. */
+static lull_handle weak_of[2 * N_ALL + 1];
+static unsigned weak_type[2 * N_ALL + 1];
+static bool weak_kept[2 * N_ALL + 1];
+static unsigned nweak;
 static void *conservative_slot[1];       /* a conservative root range: pins a nursery node */
 
 static atomic_bool stop;
@@ -55,31 +72,46 @@ static void *noise_main(void *arg)
 
 static size_t arr_len(unsigned i) { return 1 + i % 50; }
 
-/* In a fresh thread: keep a known set, drop as much again. */
+static void watch(void *obj, unsigned type, bool kept)
+{
+    CHECK(nweak < sizeof weak_of / sizeof weak_of[0], "too many weak handles");
+    weak_of[nweak] = lull_handle_new(obj, LULL_HANDLE_WEAK);
+    CHECK(weak_of[nweak], "lull_handle_new");
+    weak_type[nweak] = type;
+    weak_kept[nweak++] = kept;
+}
+
+/* In a fresh thread: keep a known set, drop as much again, every object
+ * watched by a weak handle. */
 static void build(void)
 {
     unsigned k = 0;
+    nweak = 0;
     for (unsigned i = 0; i < 2 * N_SMALL; i++) {
         small *s = lull_alloc(&small_type);
         CHECK(s, "alloc small");
+        watch(s, 0, i % 2 == 0);
         if (i % 2 == 0)
             keep[k++] = s;
     }
     for (unsigned i = 0; i < 2 * N_ARRAYS; i++) {
         arr *a = lull_alloc_array(&arr_type, arr_len(i / 2));
         CHECK(a, "alloc array");
+        watch(a, 1, i % 2 == 0);
         if (i % 2 == 0)
             keep[k++] = a;
     }
     for (unsigned i = 0; i < 2 * N_LARGE; i++) {
         arr *a = lull_alloc_array(&large_type, 20000 + i);
         CHECK(a, "alloc large");
+        watch(a, 2, i % 2 == 0);
         if (i % 2 == 0)
             keep[k++] = a;
     }
     for (unsigned i = 0; i < 2 * N_PINNED; i++) {
         small *s = lull_alloc_pinned(&pinned_type);
         CHECK(s, "alloc pinned");
+        watch(s, 3, i % 2 == 0);
         if (i % 2 == 0)
             keep[k++] = s;
     }
@@ -87,6 +119,21 @@ static void build(void)
     /* One more small node, held only by the conservative range: it stays
      * pinned in the nursery through the shot's minor. */
     conservative_slot[0] = lull_alloc(&small_type);
+    watch(conservative_slot[0], 0, true);
+}
+
+/* Set by main: after the drop every object build made counts as dropped. */
+static bool all_dropped;
+/* Per type, the dropped objects the last shot's mark kept: those whose weak
+ * handle it did not clear, read in the callback, right after the shot. */
+static uint64_t still_alive[4];
+static uint64_t dropped_alive_total;     /* over the cycles, after the drop */
+static uint64_t round_alive_total;       /* over the cycles, in the rounds */
+static uint64_t extra_total;             /* objects reported beyond the kept ones, over every shot */
+
+static NOINLINE bool weak_set(lull_handle h)
+{
+    return lull_handle_get(h) != NULL;    /* only the answer leaves this frame */
 }
 
 typedef struct { const lull_type *t; uint64_t objects, bytes; unsigned seen; } expect;
@@ -99,7 +146,10 @@ static void shot_fn(const lull_type_usage *u, size_t n, void *data)
     (void)data;
     calls++;
     for (unsigned w = 0; w < 4; w++)
-        want[w].seen = 0, want[w].objects = want[w].bytes = 0;
+        want[w].seen = 0, want[w].objects = want[w].bytes = 0, still_alive[w] = 0;
+    for (unsigned i = 0; i < nweak; i++)
+        if ((all_dropped || !weak_kept[i]) && weak_set(weak_of[i]))
+            still_alive[weak_type[i]]++;
     for (size_t i = 0; i < n; i++) {
         CHECK(u[i].type && u[i].objects > 0 && u[i].bytes >= u[i].objects * 16,
               "entry %zu: type %p objects %" PRIu64 " bytes %" PRIu64, i, (const void *)u[i].type, u[i].objects,
@@ -113,6 +163,82 @@ static void shot_fn(const lull_type_usage *u, size_t n, void *data)
     }
     /* The callback may use lull. */
     CHECK(lull_alloc(&noise_type), "allocating from the callback");
+}
+
+/* One cycle: the kept objects counted exactly three times, then dropped
+ * and not counted at all. */
+static void keep_and_drop(int cycle, const uint64_t counts[4], const uint64_t min_bytes[4])
+{
+    for (int round = 0; round < 3; round++) {
+        CHECK(lull_heap_shot(shot_fn, NULL) == 0, "lull_heap_shot");
+        for (unsigned w = 0; w < 4; w++) {
+            CHECK(want[w].seen == 1, "cycle %d round %d: type %s reported %u times", cycle, round, want[w].t->name,
+                  want[w].seen);
+            CHECK(want[w].objects >= counts[w] + still_alive[w] && want[w].objects <= counts[w] + SLACK,
+                  "cycle %d round %d: %" PRIu64 " live objects of %s, expected %" PRIu64 " kept and %" PRIu64
+                  " dropped ones its mark found alive", cycle, round, want[w].objects, want[w].t->name, counts[w],
+                  still_alive[w]);
+            CHECK(want[w].bytes >= min_bytes[w], "cycle %d round %d: %" PRIu64 " bytes of %s, at least %" PRIu64
+                  " expected", cycle, round, want[w].bytes, want[w].t->name, min_bytes[w]);
+            round_alive_total += still_alive[w];
+            extra_total += want[w].objects - counts[w];
+        }
+        if (cycle == 0)
+            printf("round %d: %" PRIu64 " small (%" PRIu64 " B), %" PRIu64 " arrays, %" PRIu64 " large (%" PRIu64
+                   " B), %" PRIu64 " pinned\n", round, want[0].objects, want[0].bytes, want[1].objects,
+                   want[2].objects, want[2].bytes, want[3].objects);
+    }
+
+    /* Dropped: none is reported any more, although the noise threads'
+     * stacks and registers are scanned conservatively. What used to keep
+     * some (found by listing, at the shot, every word of a stopped
+     * thread's stack range that points at one of them):
+     *  - the vector registers of a noise thread that had run a collection:
+     *    glibc's AVX-512 memmove, called by the collector, left 23 node
+     *    addresses in zmm17-zmm19, which the program's code never touches;
+     *    the signal frame of its next stop saved them, and 64 nodes lived
+     *    on (cycles of this test: about one in five). lull now zeroes the
+     *    scratch registers after a collection (util.h);
+     *  - a noise thread waiting for the gc lock in its allocation's slow
+     *    path, holding the end of its TLAB (in a stack slot) or of the
+     *    fragment its refill cut (in r8): the first byte after the nursery,
+     *    where a large array or a promoted node started, or the node pinned
+     *    in the nursery that a fragment stopped at (about one in thirty).
+     *    TLABs and fragments now end a granule before the next object
+     *    (nursery.c, TLAB_GAP).
+     * With both, and a thread's stack cleared where it waits for and
+     * posts the gc lock (collect.c), 40 runs of 30 cycles of the optimized
+     * build on a quiet machine found none.
+     *
+     * Exactly none cannot be promised, though: a dead stack slot of another
+     * thread, written when it held an address of free memory or of a noise
+     * node since dead, points at whatever was allocated there later, and a
+     * conservative scan must keep that (the slot may be live). Seen: in
+     * the red zone under a libc call a noise thread was stopped in, and in
+     * noise_main's own frame (an old allocation pointer); under
+     * AddressSanitizer (larger frames) in one run of 30 cycles in ten, in
+     * the optimized build on a loaded machine in 3 runs of 150, one extra
+     * object each time. So a shot may report at most SLACK objects of a
+     * type beyond the kept ones. Every object is also watched by a WEAK
+     * handle: the shot must count at least the kept objects plus the
+     * dropped ones its mark kept as far as their handles, read right
+     * after it, show. (Not exactly those: a dropped nursery object that a
+     * stale word pinned through the shot's minor can be found dead by a
+     * noise thread's minor before the callback reads its handle.) */
+    memset(keep, 0, sizeof keep);
+    conservative_slot[0] = NULL;
+    all_dropped = true;
+    CHECK(lull_heap_shot(shot_fn, NULL) == 0, "lull_heap_shot after dropping");
+    all_dropped = false;
+    for (unsigned w = 0; w < 4; w++)
+        CHECK(want[w].objects >= still_alive[w] && want[w].objects <= SLACK, "cycle %d: type %s: %" PRIu64 " of %"
+              PRIu64 " objects reported after everything was dropped, %" PRIu64 " found alive by the mark",
+              cycle, want[w].t->name, want[w].objects, counts[w], still_alive[w]);
+    for (unsigned i = 0; i < nweak; i++)
+        lull_handle_free(weak_of[i]);
+    nweak = 0;
+    dropped_alive_total += still_alive[0] + still_alive[1] + still_alive[2] + still_alive[3];
+    extra_total += want[0].objects + want[1].objects + want[2].objects + want[3].objects;
 }
 
 /* LULL_GC_DEBUG=heap-shot=FILE (ctest heap_shot_file): the file named. */
@@ -182,44 +308,25 @@ int main(void)
     for (unsigned i = 0; i < N_LARGE; i++)
         min_bytes[2] += sizeof(arr) + 8 * (20000 + 2 * i);
 
-    for (int round = 0; round < 3; round++) {
-        CHECK(lull_heap_shot(shot_fn, NULL) == 0, "lull_heap_shot");
-        for (unsigned w = 0; w < 4; w++) {
-            CHECK(want[w].seen == 1, "round %d: type %s reported %u times", round, want[w].t->name, want[w].seen);
-            CHECK(want[w].objects == counts[w], "round %d: %" PRIu64 " live objects of %s, expected %" PRIu64,
-                  round, want[w].objects, want[w].t->name, counts[w]);
-            CHECK(want[w].bytes >= min_bytes[w], "round %d: %" PRIu64 " bytes of %s, at least %" PRIu64 " expected",
-                  round, want[w].bytes, want[w].t->name, min_bytes[w]);
-        }
-        printf("round %d: %" PRIu64 " small (%" PRIu64 " B), %" PRIu64 " arrays, %" PRIu64 " large (%" PRIu64
-               " B), %" PRIu64 " pinned\n", round, want[0].objects, want[0].bytes, want[1].objects,
-               want[2].objects, want[2].bytes, want[3].objects);
+    for (int cycle = 0; cycle < CYCLES; cycle++) {
+        if (cycle)
+            run_in_fresh_thread(build);
+        keep_and_drop(cycle, counts, min_bytes);
     }
-
-    /* Dropped: gone from the next shot, but for what the conservative
-     * scan of the noise threads keeps: seen, up to 64 of the 1,001 small
-     * nodes in 6 of 10 runs, none in 10 runs without the noise threads.
-     * Which words hold them is not pinned down yet (the noise threads
-     * never see a small node, but their allocations run collections that
-     * copy them). */
-    memset(keep, 0, sizeof keep);
-    conservative_slot[0] = NULL;
-    CHECK(lull_heap_shot(shot_fn, NULL) == 0, "lull_heap_shot after dropping");
-    for (unsigned w = 0; w < 4; w++)
-        CHECK(want[w].objects <= counts[w] / 10, "type %s: %" PRIu64 " of %" PRIu64
-              " objects still reported after everything was dropped", want[w].t->name, want[w].objects, counts[w]);
 
     atomic_store(&stop, true);
     lull_thread_detach();      /* join from outside lull (README, under TSan) */
     for (int i = 0; i < 2; i++)
         pthread_join(noise[i], NULL);
     CHECK(lull_thread_attach() == 0, "attach");
-    CHECK(calls == 4, "callback ran %u times", calls);
+    CHECK(calls == 4 * CYCLES, "callback ran %u times", calls);
     if (file)
         check_debug_file(file, get_stats().collections_major);
     lull_root_remove(keep);
     lull_root_remove(conservative_slot);
     lull_shutdown();
-    printf("heap_shot: ok\n");
+    printf("heap_shot: ok: %d cycles; dropped objects whose weak handle showed a shot's mark had kept them (each "
+           "counted): %" PRIu64 " in the rounds, %" PRIu64 " after the drop; %" PRIu64 " objects reported beyond the "
+           "kept ones in all\n", CYCLES, round_alive_total, dropped_alive_total, extra_total);
     return 0;
 }

@@ -11,9 +11,12 @@
  *  - what the last cycle's lazy sweep left is swept before a mark's pause,
  *    never inside it (with concurrent-sweep=no, ctest timeline_sweep, there
  *    is such a sweep to see);
- *  - the workers' work is on their own tracks: events on a thread named
- *    lull-mark/1 (its pause jobs, and with concurrent majors its
- *    concurrent mark);
+ *  - the workers' work is on their own tracks: on the thread named
+ *    lull-mark/1, its share of the pauses' parallel work, with concurrent
+ *    majors its concurrent mark runs and preclean passes, and unless
+ *    concurrent-sweep=no its background sweep runs; none of these on the
+ *    track of the thread that collects; with concurrent majors both kinds
+ *    of a concurrent major's pauses are there;
  *  - lull_init after lull_shutdown traces again, into a complete file;
  *  - a child forked while tracing collects and exits: the parent's file is
  *    not touched by it;
@@ -218,17 +221,25 @@ static void check_pauses(char *text, unsigned want)
 {
     static struct seen_pause ev[MAX_PAUSES];
     unsigned n = 0;
-    unsigned worker_tid = 0, worker_events = 0, concurrent_marks = 0, nsweeps = 0;
+    unsigned worker_tid = 0, worker_events = 0, concurrent_marks = 0, precleans = 0, bg_sweeps = 0, nsweeps = 0;
+    unsigned elsewhere = 0, initial_pauses = 0, final_pauses = 0;
     static uint64_t sweeps[MAX_PAUSES][2];
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (strstr(line, "\"name\":\"thread_name\"") && strstr(line, "\"lull-mark/1\""))
             worker_tid = (unsigned)field_u64(line, "\"tid\":");
         if (!strstr(line, "\"ph\":\"X\""))
             continue;
+        bool background = strstr(line, "\"cat\":\"background\"") != NULL;
         if (worker_tid && field_u64(line, "\"tid\":") == worker_tid) {
             worker_events++;
             concurrent_marks += strstr(line, "\"name\":\"concurrent mark\"") != NULL;
+            precleans += strstr(line, "\"name\":\"preclean\"") != NULL;
+            bg_sweeps += strstr(line, "\"name\":\"background sweep\"") != NULL;
+        } else if (background || strstr(line, "\"cat\":\"worker\"")) {
+            elsewhere++;     /* worker 0 is lull-mark/1, the only one with background jobs */
         }
+        initial_pauses += strstr(line, "\"name\":\"major: initial pause\"") != NULL;
+        final_pauses += strstr(line, "\"name\":\"major: final pause\"") != NULL;
         if (strstr(line, "\"name\":\"finish the last sweep\"") && nsweeps < MAX_PAUSES) {
             sweeps[nsweeps][0] = field_us(line, "\"ts\":");
             sweeps[nsweeps][1] = sweeps[nsweeps][0] + field_us(line, "\"dur\":");
@@ -278,11 +289,21 @@ static void check_pauses(char *text, unsigned want)
     CHECK(worker_tid && worker_events, "no events on a lull-mark/1 track (tid %u, %u events)", worker_tid,
           worker_events);
     const char *params = getenv("LULL_GC_PARAMS");
-    if (!(params && strstr(params, "major=stw")))
-        CHECK(concurrent_marks, "no concurrent mark on the lull-mark/1 track");
-    printf("timeline: %u pauses in the trace, each matching the pause hook to the ns; %u events on lull-mark/1 "
-           "(%u concurrent mark runs); %u sweeps before a mark, none inside a pause\n", n, worker_events,
-           concurrent_marks, nsweeps);
+    bool stw = params && strstr(params, "major=stw");
+    if (!stw) {
+        CHECK(concurrent_marks && precleans, "%u concurrent mark runs and %u preclean passes on the lull-mark/1 "
+              "track", concurrent_marks, precleans);
+        CHECK(initial_pauses && final_pauses, "%u initial and %u final pauses in the trace", initial_pauses,
+              final_pauses);
+    }
+    if (!(params && strstr(params, "concurrent-sweep=no")))
+        CHECK(bg_sweeps, "no background sweep on the lull-mark/1 track");
+    CHECK(!elsewhere, "%u worker or background events on a track other than lull-mark/1 (the only worker)",
+          elsewhere);
+    printf("timeline: %u pauses in the trace, each matching the pause hook to the ns (%u initial, %u final); %u "
+           "events on lull-mark/1 (%u concurrent mark runs, %u preclean passes, %u background sweeps); %u sweeps "
+           "before a mark, none inside a pause\n", n, initial_pauses, final_pauses, worker_events, concurrent_marks,
+           precleans, bg_sweeps, nsweeps);
 }
 
 /* ---- the workload ---- */

@@ -26,6 +26,7 @@
  * they are finalized too. With finalizers=manual in LULL_GC_PARAMS the
  * program runs them itself with lull_run_finalizers.
  *
+ * With concurrent majors (the default), at least one must have completed.
  * Any inconsistency exits with status 1 and one message.
  */
 #ifndef _GNU_SOURCE
@@ -410,10 +411,14 @@ int main(int argc, char **argv)
     int rc = lull_init(NULL);
     if (rc)
         fail("lull_init returned %d (LULL_GC_PARAMS=%s)", rc, getenv("LULL_GC_PARAMS") ? getenv("LULL_GC_PARAMS") : "");
+    /* true: majors are concurrent (not major=stw); false leaves them as they are. */
+    bool concurrent = lull_set_allow_synchronous_major(true);
     part1(rounds);
     part2();
     lull_stats s;
     lull_get_stats(&s);
+    if (concurrent && s.collections_major == s.collections_major_sync)
+        fail("no concurrent major completed (%" PRIu64 " majors, all synchronous)", s.collections_major);
     printf("handles: OK [%s]: %" PRIu64 " minors, %" PRIu64 " majors (%" PRIu64 " synchronous)\n",
            getenv("LULL_GC_PARAMS") ? getenv("LULL_GC_PARAMS") : "defaults", s.collections_minor,
            s.collections_major, s.collections_major_sync);
