@@ -36,8 +36,6 @@ static struct {
     bool atomic_marks;          /* a concurrent mark runs: marks are fetch-ors */
     bool plant_ok;              /* this drain is checked by verify-parallel */
     lull_grey_section *held;    /* its grey objects between runs of the job */
-    uintptr_t partial_obj;      /* a large object the job stopped in the middle of (grey, in held) */
-    uintptr_t partial_from;     /* ... and where to go on */
     atomic_bool bg_done;        /* the job found nothing left to do */
     uint64_t cycle;             /* concurrent marks begun */
     uint64_t final_cards;       /* union cards the last final pause rescanned */
@@ -373,10 +371,40 @@ void lull_mark_conservative(uintptr_t lo, uintptr_t hi, void *ctx)
 /* Draining                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* A grey entry with this bit set is no object but a place inside a large
+ * object: scan it from there to its end. The concurrent mark scans a large
+ * object a slice at a time and keeps what is left as such an entry
+ * (scan_slice), so that the entry says all there is to know: any worker
+ * may pop it, after any number of pauses, under objects a minor pushed
+ * on top (the final pause's drain scans the rest at once). Objects are
+ * granule-aligned, and a place is slot-aligned. */
+#define GREY_RESUME ((uintptr_t)1)
+
+static inline uintptr_t resume_object(uintptr_t place)
+{
+    const lull_block *b = lull_block_of(place);
+    return lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? lull_block_index(place) : b->run_head);
+}
+
+/* The rest of a large object, from a resume entry. Only objects described
+ * by refs/elem_refs are scanned in slices, so their slots can be asked for
+ * by range. */
+static void scan_rest(lull_tracer *tr, uintptr_t entry)
+{
+    uintptr_t from = entry & ~GREY_RESUME, obj = resume_object(from);
+    bool ranged = lull_trace_slots_in(obj, from, obj + lull_block_of(obj)->large_size, visit, tr);
+    LULL_ASSERT(ranged);
+    (void)ranged;
+}
+
 static void drain_local(lull_tracer *tr)
 {
     uintptr_t obj;
     while (lull_tracer_pop(tr, &obj)) {
+        if (LULL_UNLIKELY(obj & GREY_RESUME)) {
+            scan_rest(tr, obj);     /* counted when its first slice was */
+            continue;
+        }
         tr->scanned++;
         scan_object(tr, obj);
     }
@@ -725,66 +753,53 @@ static bool preclean_step(lull_tracer *tr)
     }
 }
 
+/* A large object is scanned SLICE_BYTES at a time while the world runs,
+ * the stop flag read between slices: one whole scan of the game loop's
+ * 8 MB world array held up the pauses that stopped the job by 7-10 ms.
+ * scan_slice scans the slice at `from` and first pushes what is left as a
+ * resume entry (GREY_RESUME), under the objects the slice greys: a job
+ * stopped between slices has nothing to remember (the entry is on its
+ * stack, which goes to `held`), and objects a minor greys on top of it
+ * are no concern. false: obj is not scanned in slices (a small object,
+ * or one of a type with a trace function, which can only be visited
+ * whole). */
+#define SLICE_BYTES ((uintptr_t)64 << 10)
+static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
+{
+    const lull_block *b = lull_block_of(obj);
+    if (b->state != LULL_BLOCK_LARGE_HEAD || b->large_size <= SLICE_BYTES ||
+        (from == obj && lull_header_type(*(uintptr_t *)obj)->trace))
+        return false;
+    uintptr_t end = obj + b->large_size, hi = end - from > SLICE_BYTES ? from + SLICE_BYTES : end;
+    if (hi < end)
+        lull_tracer_push(tr, hi | GREY_RESUME);
+    lull_trace_slots_in(obj, from, hi, visit, tr);
+    return true;
+}
+
 /* Drain while the world runs; false: asked to stop (the grey objects left
  * stay on tr's stack). LULL_GC_DEBUG=mark-delay=N sleeps N us after every
  * POLL_EVERY objects and every slice of a large object, to stretch a mark
  * over many minors. */
-/* A large object is scanned SLICE_BYTES at a time, the stop flag read
- * between slices: one whole scan of the game loop's 8 MB world array held
- * up the pauses that stopped the job by 7-10 ms. Stopped in the middle,
- * the object goes back on the grey stack with where to go on recorded; the
- * final pause, which adopts the stack, scans it whole (again: harmless). */
-#define SLICE_BYTES ((uintptr_t)64 << 10)
-enum { SLICE_NOT, SLICE_DONE, SLICE_STOPPED };
-static int scan_sliced(lull_tracer *tr, uintptr_t obj)
-{
-    const lull_block *b = lull_block_of(obj);
-    if (b->state != LULL_BLOCK_LARGE_HEAD || b->large_size <= SLICE_BYTES)
-        return SLICE_NOT;
-    uintptr_t end = obj + b->large_size, lo = obj;
-    if (mark_g.partial_obj == obj) {
-        lo = mark_g.partial_from;
-        mark_g.partial_obj = 0;
-    }
-    while (lo < end) {
-        uintptr_t hi = end - lo > SLICE_BYTES ? lo + SLICE_BYTES : end;
-        if (!lull_trace_slots_in(obj, lo, hi, visit, tr))
-            return SLICE_NOT;     /* a trace function: only whole (lo is obj here) */
-        lo = hi;
-        if (lo < end && lull_cfg.mark_delay_us)
-            usleep((useconds_t)lull_cfg.mark_delay_us);
-        if (lo < end && lull_workers_background_stopping()) {
-            /* One object is remembered: another one stopped in the middle
-             * later is scanned whole when its turn comes. */
-            mark_g.partial_obj = obj;
-            mark_g.partial_from = lo;
-            lull_tracer_push(tr, obj);
-            return SLICE_STOPPED;
-        }
-    }
-    return SLICE_DONE;
-}
-
-/* Grey objects a minor adds to the held stack (allocate black) may lie on
- * top of the one the job stopped in the middle of: that one is found when
- * its turn comes, not necessarily first. */
 static bool drain_background(lull_tracer *tr)
 {
-    uintptr_t obj;
+    uintptr_t e;
     unsigned n = 0;
     uint64_t before = tr->scanned;
     bool go = true;
-    while (lull_tracer_pop(tr, &obj)) {
-        if (mark_g.partial_obj != obj)
+    while (lull_tracer_pop(tr, &e)) {
+        bool sliced;
+        if (e & GREY_RESUME) {
+            uintptr_t from = e & ~GREY_RESUME;
+            sliced = scan_slice(tr, resume_object(from), from);
+            LULL_ASSERT(sliced);
+        } else {
             tr->scanned++;
-        int sliced = scan_sliced(tr, obj);
-        if (sliced == SLICE_NOT)
-            scan_object(tr, obj);
-        else if (sliced == SLICE_STOPPED) {
-            go = false;          /* stopped in the middle of obj */
-            break;
+            sliced = scan_slice(tr, e, e);
+            if (!sliced)
+                scan_object(tr, e);
         }
-        if (++n % POLL_EVERY == 0) {
+        if (sliced || ++n % POLL_EVERY == 0) {
             if (lull_workers_background_stopping()) {
                 go = false;
                 break;
@@ -860,7 +875,6 @@ void lull_mark_begin_concurrent(void)
     mark_g.ignore_nursery = true;
     mark_g.atomic_marks = true;
     mark_g.plant = false;
-    mark_g.partial_obj = 0;
     mark_g.cycle++;
     mark_g.overflows = 0;
     mark_g.scanned_by_stopper = 0;
@@ -912,7 +926,6 @@ static void check_mod_union(void);
 
 void lull_mark_finish(lull_tracer *tr)
 {
-    mark_g.partial_obj = 0;      /* grey in held: the drain below scans it whole */
     if (lull_cfg.check_mod_union)
         check_mod_union();
     /* The nursery stays ignored: no minor precedes this pause, and every
@@ -965,7 +978,6 @@ void lull_mark_abandon(void)
     lull_workers_stop_background();
     lull_trace_release_chain(mark_g.held);
     mark_g.held = NULL;
-    mark_g.partial_obj = 0;
     mark_g.ignore_nursery = mark_g.atomic_marks = false;
     __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
 }
@@ -1095,8 +1107,10 @@ static void check_mod_union(void)
         return;
     memset(mark_g.shadow_roots, 0, bitmap_words() * sizeof(uint64_t));
     for (lull_grey_section *s = mark_g.held; s; s = s->prev)
-        for (size_t i = 0; i < s->top; i++)
-            set_shadow(s->item[i], NULL);
+        for (size_t i = 0; i < s->top; i++) {
+            uintptr_t e = s->item[i];
+            set_shadow(e & GREY_RESUME ? resume_object(e & ~GREY_RESUME) : e, NULL);   /* partly scanned */
+        }
     lull_heap_each_marked(true, check_mod_union_object, NULL);
 }
 
