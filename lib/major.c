@@ -378,7 +378,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
 void lull_major_resume_sweep(void)
 {
     if (major_g.npending && lull_cfg.concurrent_sweep && lull_workers_can_background())
-        lull_workers_start_background(sweep_job, NULL);
+        lull_workers_start_background(sweep_job, NULL, 1);
 }
 
 void lull_major_release_empty(uint32_t min_age)

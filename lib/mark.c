@@ -902,7 +902,7 @@ bool lull_mark_resume_background(void)
     if (!lull_marking())
         return false;
     if (!atomic_load(&mark_g.bg_done) && lull_workers_can_background())
-        lull_workers_start_background(background_job, NULL);
+        lull_workers_start_background(background_job, NULL, 1);
     return true;
 }
 
