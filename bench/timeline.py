@@ -8,9 +8,9 @@ time left to right. On a collecting thread, each pause is a full-height
 bar (minor: orange, concurrent major's initial and final pauses: red,
 synchronous major: dark red) with its phases (stop, minor, mark, sweep,
 restart; pin/copy/weak/rebuild inside the minor) as thinner bars beneath;
-on the lull-mark/N rows, the workers' share of each pause (blue) and
-worker 0's concurrent mark, preclean passes and background sweeps (green
-shades). The bottom row plots the heap-size counter.
+on the lull-mark/N rows, the workers' share of each pause (blue), each
+worker's concurrent mark runs, and worker 0's preclean passes and
+background sweeps (green shades). The bottom row plots the heap-size counter.
 
 Without --from/--to it shows the 600 ms around the concurrent major whose
 initial pause starts last but one (or the middle of the trace when it has

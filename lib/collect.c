@@ -12,7 +12,7 @@
  *           objects swept, small-object blocks flagged for the lazy sweep
  *           (major.c).
  *   concurrent major, in two pauses (mark.h): the initial pause (a minor,
- *           the roots greyed; worker 0 marks once the world runs) and the
+ *           the roots greyed; the workers mark once the world runs) and the
  *           final pause (a minor, the roots and dirty cards rescanned, a
  *           parallel drain, then the same sweep). Minors run between them.
  *
@@ -367,7 +367,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     uint64_t t0 = lull_now_ns();
 
     /* The background job (the concurrent mark, or the sweep) stops: its
-     * worker takes part in the pause instead. */
+     * workers take part in the pause instead. */
     lull_workers_stop_background();
     uint64_t stop_bg_ns = lull_now_ns() - t0;
 
@@ -407,8 +407,8 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
 
     uint64_t live = 0;
     if (start) {
-        /* Initial pause of a concurrent major: grey the roots; worker 0
-         * marks once the world runs again. */
+        /* Initial pause of a concurrent major: grey the roots; the
+         * workers mark once the world runs again. */
         lull_policy_note_mark_start();
         finish_sweep_in_pause();
         lull_major_assert_all_swept();
@@ -556,16 +556,29 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
             lull_mark_last_work(&marked, &by_stopper);
             if (finish)
                 lull_mark_concurrent_work(&precleaned, &final_cards, &final_young);
-            char conc[200] = "", evac[128] = "";
+            char conc[768] = "", evac[128] = "";
             if (evac_classes)
                 snprintf(evac, sizeof evac, ", evacuated %llu objects (%.1f KiB) from %u blocks of %u size classes",
                          (unsigned long long)evac_objects, (double)evac_bytes / 1024.0, (unsigned)evac_blocks,
                          evac_classes);
-            if (finish)
-                snprintf(conc, sizeof conc, ", concurrent mark %s: %llu cards precleaned, %llu rescanned in the "
-                         "pause, %llu nursery and young large objects its roots",
-                         synchronous ? "finished early" : "done", (unsigned long long)precleaned,
-                         (unsigned long long)final_cards, (unsigned long long)final_young);
+            if (finish) {
+                /* Each worker's share of the background mark. */
+                uint64_t by_worker[LULL_MAX_WORKERS], background = 0;
+                unsigned nw = lull_mark_background_work(by_worker, LULL_MAX_WORKERS);
+                char shares[512] = "";
+                size_t len = 0;
+                for (unsigned i = 0; i < nw && len < sizeof shares; i++) {
+                    background += by_worker[i];
+                    len += (size_t)snprintf(shares + len, sizeof shares - len, "%s%llu", i ? " " : "",
+                                            (unsigned long long)by_worker[i]);
+                }
+                snprintf(conc, sizeof conc, ", concurrent mark %s: %llu objects scanned while the world ran (by "
+                         "lull-mark/1..%u: %s), %llu cards precleaned, %llu rescanned in the pause, %llu nursery "
+                         "and young large objects its roots",
+                         synchronous ? "finished early" : "done", (unsigned long long)background, nw, shares,
+                         (unsigned long long)precleaned, (unsigned long long)final_cards,
+                         (unsigned long long)final_young);
+            }
             uint64_t trigger, allowance;
             lull_policy_pacing(&trigger, &allowance);
             fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "

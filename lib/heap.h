@@ -203,14 +203,19 @@ static inline bool lull_is_marked(uintptr_t obj)
     return (__atomic_load_n(&lull_heap_g.mark_bits[g >> 6], __ATOMIC_RELAXED) >> (g & 63)) & 1;
 }
 /* Set obj's mark bit; true if this call set it. Test first, then fetch-or:
- * most calls find the bit already set and cost no locked instruction. */
+ * most calls find the bit already set and cost no locked instruction.
+ * Release: a background marker sets the bit after reading the reference
+ * with acquire, and the preclean on another worker reads only objects
+ * whose bit it reads with acquire (lull_is_marked_acquire), so the
+ * object's initialised contents are visible to it (free on x86-64: a
+ * locked instruction either way). */
 static inline bool lull_mark_set(uintptr_t obj)
 {
     size_t g = lull_granule_of(obj);
     uint64_t bit = (uint64_t)1 << (g & 63), *w = &lull_heap_g.mark_bits[g >> 6];
     if (__atomic_load_n(w, __ATOMIC_RELAXED) & bit)
         return false;
-    return !(__atomic_fetch_or(w, bit, __ATOMIC_RELAXED) & bit);
+    return !(__atomic_fetch_or(w, bit, __ATOMIC_RELEASE) & bit);
 }
 /* A marker that reads only marked objects while the program allocates
  * (mark.c's card rescans) reads the bits with acquire. */

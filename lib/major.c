@@ -474,7 +474,7 @@ void lull_major_resume_sweep(void)
 {
     bool short_of_blocks = empty_bytes() < lull_policy_block_reserve();
     if ((major_g.npending || short_of_blocks) && lull_cfg.concurrent_sweep && lull_workers_can_background())
-        lull_workers_start_background(sweep_job, NULL);
+        lull_workers_start_background(sweep_job, NULL, 1);
 }
 
 void lull_major_release_empty(uint32_t min_age)

@@ -2,6 +2,7 @@
  * (mark.h describes the design). */
 #include "mark.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,14 +32,20 @@ static struct {
     atomic_bool planted;        /* ...and has done so */
     size_t shadow_bytes;
     /* The concurrent mark (mark.h). Written in pauses, with the background
-     * job stopped; the job owns `held` while it runs. */
+     * job stopped; while it runs, `held` and the participants' counts are
+     * under bg_lock (the background job, below, says who touches what). */
     bool ignore_nursery;        /* the nursery is the minors' until the final pause */
     bool atomic_marks;          /* a concurrent mark runs: marks are fetch-ors */
     bool plant_ok;              /* this drain is checked by verify-parallel */
     lull_grey_section *held;    /* its grey objects between runs of the job */
-    uintptr_t partial_obj;      /* a large object the job stopped in the middle of (grey, in held) */
-    uintptr_t partial_from;     /* ... and where to go on */
+    pthread_mutex_t bg_lock;
+    unsigned bg_inside;         /* workers inside the job */
+    unsigned bg_busy;           /* helpers (not worker 0) that may hold grey objects */
+    unsigned bg_width;          /* workers the job is posted to (pauses only) */
+    atomic_int bg_waiting;      /* participants parked for want of work */
+    atomic_bool bg_kicked;      /* woken since the last of them looked (offer_work) */
     atomic_bool bg_done;        /* the job found nothing left to do */
+    atomic_uint_fast64_t bg_scanned[LULL_MAX_WORKERS + 1];   /* what each worker blackened, by tracer id */
     uint64_t cycle;             /* concurrent marks begun */
     uint64_t final_cards;       /* union cards the last final pause rescanned */
     uint64_t final_nursery_objects;   /* ... and nursery and young large objects it visited */
@@ -67,7 +74,7 @@ static struct {
     uint64_t evac_objects[LULL_MAX_WORKERS + 1], evac_bytes[LULL_MAX_WORKERS + 1];
     atomic_bool evac_kept;      /* an object stayed for want of a slot (PINNED in its header) */
     atomic_bool evac_planted;   /* plant-evac-fault: a slot was left at an old copy */
-} mark_g;
+} mark_g = { .bg_lock = PTHREAD_MUTEX_INITIALIZER };
 
 bool lull_marking_g;
 
@@ -373,10 +380,40 @@ void lull_mark_conservative(uintptr_t lo, uintptr_t hi, void *ctx)
 /* Draining                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* A grey entry with this bit set is no object but a place inside a large
+ * object: scan it from there to its end. The concurrent mark scans a large
+ * object a slice at a time and keeps what is left as such an entry
+ * (scan_slice), so that the entry says all there is to know: any worker
+ * may pop it, after any number of pauses, under objects a minor pushed
+ * on top (the final pause's drain scans the rest at once). Objects are
+ * granule-aligned, and a place is slot-aligned. */
+#define GREY_RESUME ((uintptr_t)1)
+
+static inline uintptr_t resume_object(uintptr_t place)
+{
+    const lull_block *b = lull_block_of(place);
+    return lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? lull_block_index(place) : b->run_head);
+}
+
+/* The rest of a large object, from a resume entry. Only objects described
+ * by refs/elem_refs are scanned in slices, so their slots can be asked for
+ * by range. */
+static void scan_rest(lull_tracer *tr, uintptr_t entry)
+{
+    uintptr_t from = entry & ~GREY_RESUME, obj = resume_object(from);
+    bool ranged = lull_trace_slots_in(obj, from, obj + lull_block_of(obj)->large_size, visit, tr);
+    LULL_ASSERT(ranged);
+    (void)ranged;
+}
+
 static void drain_local(lull_tracer *tr)
 {
     uintptr_t obj;
     while (lull_tracer_pop(tr, &obj)) {
+        if (LULL_UNLIKELY(obj & GREY_RESUME)) {
+            scan_rest(tr, obj);     /* counted when its first slice was */
+            continue;
+        }
         tr->scanned++;
         scan_object(tr, obj);
     }
@@ -484,12 +521,24 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
 #define CARDS_PER_BLOCK   (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
 #define POLL_EVERY        64u    /* objects the job scans between looks at its stop flag */
 
+/* Workers are parked in bg_wait and grey sections wait in the shared pool:
+ * wake them, once until one of them has looked again (bg_kicked: the
+ * busy ones call this every POLL_EVERY objects). */
+static inline void offer_work(void)
+{
+    if (atomic_load_explicit(&mark_g.bg_waiting, memory_order_relaxed) > 0 && lull_trace_shared_nonempty() &&
+        !atomic_exchange_explicit(&mark_g.bg_kicked, true, memory_order_relaxed))
+        lull_workers_background_kick();
+}
+
 /* The marked objects of SMALL block bi (size class cls) that overlap
  * [lo, hi): rescanned whole. Unmarked ones are left alone: a white object
  * is scanned whole once it is reached, and a free slot may be being
- * allocated right now. (Only this thread, or a pause, sets mark bits
- * while a mark runs: a marked object was reached through a reference,
- * loaded with acquire, so its header and body are visible.) */
+ * allocated right now. (A marked object was reached through a reference
+ * loaded with acquire by the worker that marked it, whose fetch-or
+ * releases (lull_mark_set), or was marked in a pause, or allocated black
+ * by a releasing fetch-or: read with acquire here, the bit makes its
+ * header and body visible.) */
 static void rescan_small(lull_tracer *tr, uint32_t bi, unsigned cls, uintptr_t lo, uintptr_t hi)
 {
     uint32_t s0, s1, sz = lull_class_size[cls];
@@ -717,6 +766,7 @@ static bool preclean_step(lull_tracer *tr)
                 pipe_push(tr, &p, cbi[k], cc[k]);
             pipe_flush(tr, &p);     /* before the gc lock goes: descriptors may change after */
             lull_gc_unlock();
+            offer_work();           /* full sections of what the batch greyed */
         }
         mark_g.pass_block = bi;
         mark_g.pass_found += n;
@@ -725,103 +775,187 @@ static bool preclean_step(lull_tracer *tr)
     }
 }
 
-/* Drain while the world runs; false: asked to stop (the grey objects left
- * stay on tr's stack). LULL_GC_DEBUG=mark-delay=N sleeps N us after every
- * POLL_EVERY objects and every slice of a large object, to stretch a mark
- * over many minors. */
-/* A large object is scanned SLICE_BYTES at a time, the stop flag read
- * between slices: one whole scan of the game loop's 8 MB world array held
- * up the pauses that stopped the job by 7-10 ms. Stopped in the middle,
- * the object goes back on the grey stack with where to go on recorded; the
- * final pause, which adopts the stack, scans it whole (again: harmless). */
+/* A large object is scanned SLICE_BYTES at a time while the world runs,
+ * the stop flag read between slices: one whole scan of the game loop's
+ * 8 MB world array held up the pauses that stopped the job by 7-10 ms.
+ * scan_slice scans the slice at `from` and first pushes what is left as a
+ * resume entry (GREY_RESUME), under the objects the slice greys: a worker
+ * stopped between slices has nothing to remember (the entry is on its
+ * stack, which goes to `held`), and a worker with nothing to do may be
+ * handed the entry with the older half of a section. false: obj is not
+ * scanned in slices (a small object, or one of a type with a trace
+ * function, which can only be visited whole). */
 #define SLICE_BYTES ((uintptr_t)64 << 10)
-enum { SLICE_NOT, SLICE_DONE, SLICE_STOPPED };
-static int scan_sliced(lull_tracer *tr, uintptr_t obj)
+static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
 {
     const lull_block *b = lull_block_of(obj);
-    if (b->state != LULL_BLOCK_LARGE_HEAD || b->large_size <= SLICE_BYTES)
-        return SLICE_NOT;
-    uintptr_t end = obj + b->large_size, lo = obj;
-    if (mark_g.partial_obj == obj) {
-        lo = mark_g.partial_from;
-        mark_g.partial_obj = 0;
-    }
-    while (lo < end) {
-        uintptr_t hi = end - lo > SLICE_BYTES ? lo + SLICE_BYTES : end;
-        if (!lull_trace_slots_in(obj, lo, hi, visit, tr))
-            return SLICE_NOT;     /* a trace function: only whole (lo is obj here) */
-        lo = hi;
-        if (lo < end && lull_cfg.mark_delay_us)
-            usleep((useconds_t)lull_cfg.mark_delay_us);
-        if (lo < end && lull_workers_background_stopping()) {
-            /* One object is remembered: another one stopped in the middle
-             * later is scanned whole when its turn comes. */
-            mark_g.partial_obj = obj;
-            mark_g.partial_from = lo;
-            lull_tracer_push(tr, obj);
-            return SLICE_STOPPED;
-        }
-    }
-    return SLICE_DONE;
+    if (b->state != LULL_BLOCK_LARGE_HEAD || b->large_size <= SLICE_BYTES ||
+        (from == obj && lull_header_type(*(uintptr_t *)obj)->trace))
+        return false;
+    uintptr_t end = obj + b->large_size, hi = end - from > SLICE_BYTES ? from + SLICE_BYTES : end;
+    if (hi < end)
+        lull_tracer_push(tr, hi | GREY_RESUME);
+    lull_trace_slots_in(obj, from, hi, visit, tr);
+    return true;
 }
 
-/* Grey objects a minor adds to the held stack (allocate black) may lie on
- * top of the one the job stopped in the middle of: that one is found when
- * its turn comes, not necessarily first. */
+/* Drain while the world runs, sharing with the other workers of the job
+ * (when there are any: tr->share); false: asked to stop (the grey objects
+ * left stay on tr's stack). LULL_GC_DEBUG=mark-delay=N sleeps N us after
+ * every POLL_EVERY objects and every slice of a large object, to stretch a
+ * mark over many minors. */
 static bool drain_background(lull_tracer *tr)
 {
-    uintptr_t obj;
+    uintptr_t e;
     unsigned n = 0;
     uint64_t before = tr->scanned;
     bool go = true;
-    while (lull_tracer_pop(tr, &obj)) {
-        if (mark_g.partial_obj != obj)
+    while (lull_tracer_pop(tr, &e)) {
+        bool sliced;
+        if (e & GREY_RESUME) {
+            uintptr_t from = e & ~GREY_RESUME;
+            sliced = scan_slice(tr, resume_object(from), from);
+            LULL_ASSERT(sliced);
+        } else {
             tr->scanned++;
-        int sliced = scan_sliced(tr, obj);
-        if (sliced == SLICE_NOT)
-            scan_object(tr, obj);
-        else if (sliced == SLICE_STOPPED) {
-            go = false;          /* stopped in the middle of obj */
-            break;
+            sliced = scan_slice(tr, e, e);
+            if (!sliced)
+                scan_object(tr, e);
         }
-        if (++n % POLL_EVERY == 0) {
+        if (sliced || ++n % POLL_EVERY == 0) {
             if (lull_workers_background_stopping()) {
                 go = false;
                 break;
             }
             if (lull_cfg.mark_delay_us)
                 usleep((useconds_t)lull_cfg.mark_delay_us);
+            offer_work();
         }
     }
-    atomic_fetch_add(&mark_g.scanned, tr->scanned - before);
+    uint64_t k = tr->scanned - before;
+    atomic_fetch_add(&mark_g.scanned, k);
+    atomic_fetch_add_explicit(&mark_g.bg_scanned[tr->id], k, memory_order_relaxed);
     return go && !lull_workers_background_stopping();
 }
 
-/* The background job (worker 0, world running): blacken; then preclean
- * pass after pass, blackening what each pass greyed, until the final pause
- * is worth its cost; then say so (lull_mark_ready). The final pause
- * rescans the cards stored to since each was precleaned: about as many as
- * the program dirtied during the last pass. So the mark ends after a
- * complete pass that found at most PRECLEAN_ENOUGH dirty cards, or once
- * passes stop shrinking (PRECLEAN_SETTLE passes done, and one found more
- * than seven eighths of what the one before did: the program dirties
- * cards as fast as they are rescanned, and more passes cannot make the
- * final pause smaller), or after PRECLEAN_MAX passes whatever they found.
- * The passes are counted over the whole mark, not per run of the job:
- * every pause stops the job. */
+/* The background job runs on every worker thread at once (the workers of
+ * mark-workers, or the one started for it). Worker 0 leads: it alone
+ * precleans (passes resume across runs, and each batch takes the gc lock)
+ * and decides when the mark is done; the others help drain. All of them
+ * drain with sharing (trace.h): full sections, and halves for idle ones,
+ * go to the shared pool, from which the idle steal.
+ *
+ * Who holds grey objects while it runs: each participant's private stack,
+ * and the shared pool. bg_lock protects `held`, bg_inside and bg_busy.
+ * `bg_busy` counts the helpers that may hold grey objects or publish them:
+ * a helper leaves it only with an empty stack, and enters it again (only
+ * under bg_lock) on seeing the pool non-empty, before it steals. Only a
+ * busy helper or the leader pushes to the pool. So when the leader, its
+ * own stack empty, finds under bg_lock bg_busy == 0 and the pool empty,
+ * no grey object is left anywhere and none can appear but by its own
+ * preclean: the drain phase is over (quiet). (Every push happened before
+ * its pusher's release of bg_lock on leaving bg_busy, so the leader's
+ * read of the pool, after taking the lock, sees it.) The leader then
+ * precleans: what a pass greys is shared as any drain's is (full
+ * sections during the pass, halves once the leader drains them), and
+ * the helpers are woken for it (offer_work). The mark is done once a
+ * drain is quiet after a pass that said so (background_lead): bg_done is
+ * set only then, with every participant idle and nothing shared.
+ *
+ * Stopping (every pause, fork, shutdown): each participant returns within
+ * POLL_EVERY objects or one slice, putting its private stack into `held`;
+ * the last one out (bg_inside back to 0) moves the shared pool's sections
+ * into `held` too, so that a pause, whose jobs (a minor's copying, a
+ * drain) use the shared pool, finds it empty. A worker that had taken the
+ * job but enters it only after that sees the stop at once and moves
+ * nothing but the empty pool. The first participant in adopts `held`. */
+enum { BG_WORK, BG_QUIET, BG_EXIT };
+
+/* A participant whose stack is empty waits for shared work, parked (the
+ * world runs: no spinning on two cores). BG_WORK: the pool has sections
+ * (a helper is counted busy again); BG_QUIET (the leader only): nothing
+ * grey anywhere; BG_EXIT: stop, or the mark is done. */
+static int bg_wait(bool leader)
+{
+    lull_trace_note_idle(1);        /* the busy ones split their sections */
+    atomic_fetch_add(&mark_g.bg_waiting, 1);
+    int r;
+    for (;;) {
+        /* The kick count first, then the look: a kick after the look is
+         * after this read, and wakes the wait below. */
+        uint64_t seen = lull_workers_background_kicks();
+        atomic_store_explicit(&mark_g.bg_kicked, false, memory_order_relaxed);
+        pthread_mutex_lock(&mark_g.bg_lock);
+        if (lull_workers_background_stopping() || atomic_load(&mark_g.bg_done)) {
+            r = BG_EXIT;
+        } else if (lull_trace_shared_nonempty()) {
+            r = BG_WORK;
+            if (!leader)
+                mark_g.bg_busy++;
+        } else {
+            r = leader && mark_g.bg_busy == 0 ? BG_QUIET : -1;
+        }
+        pthread_mutex_unlock(&mark_g.bg_lock);
+        if (r >= 0)
+            break;
+        lull_workers_background_wait(seen);
+    }
+    atomic_fetch_sub(&mark_g.bg_waiting, 1);
+    lull_trace_note_idle(-1);
+    return r;
+}
+
+/* A helper: drain, wait for shared work, drain, ... *busy: whether it is
+ * counted in bg_busy when it returns. */
+static void background_help(lull_tracer *tr, bool *busy)
+{
+    for (;;) {
+        if (!drain_background(tr))
+            return;
+        pthread_mutex_lock(&mark_g.bg_lock);
+        bool last = --mark_g.bg_busy == 0;
+        pthread_mutex_unlock(&mark_g.bg_lock);
+        *busy = false;
+        if (last)
+            lull_workers_background_kick();     /* the leader may wait for quiet */
+        if (bg_wait(false) != BG_WORK)
+            return;
+        *busy = true;
+    }
+}
+
+/* The leader (worker 0): drain until quiet; then preclean, pass after
+ * pass, blackening (with the helpers) what each pass greyed, until the
+ * final pause is worth its cost; then, once quiet again, say so
+ * (lull_mark_ready). The final pause rescans the cards stored to since
+ * each was precleaned: about as many as the program dirtied during the
+ * last pass. So the mark ends after a complete pass that found at most
+ * PRECLEAN_ENOUGH dirty cards, or once passes stop shrinking
+ * (PRECLEAN_SETTLE passes done, and one found more than seven eighths of
+ * what the one before did: the program dirties cards as fast as they are
+ * rescanned, and more passes cannot make the final pause smaller), or
+ * after PRECLEAN_MAX passes whatever they found. The passes are counted
+ * over the whole mark, not per run of the job: every pause stops the job. */
 #define PRECLEAN_ENOUGH 4096u   /* dirty cards the final pause rescans in well under a ms */
 #define PRECLEAN_SETTLE 6u
 #define PRECLEAN_MAX    24u
-static void background_job(lull_tracer *tr, void *arg)
+static void background_lead(lull_tracer *tr)
 {
-    (void)arg;
-    lull_tracer_adopt(tr, mark_g.held);
-    mark_g.held = NULL;
-    tr->share = false;
-    uint64_t t_run = lull_now_ns();
+    bool done = false;
     for (;;) {
         if (!drain_background(tr))
-            break;
+            return;
+        int r = bg_wait(true);
+        if (r == BG_EXIT)
+            return;
+        if (r == BG_WORK)
+            continue;
+        if (done) {
+            atomic_store(&mark_g.bg_done, true);
+            lull_workers_background_kick();     /* the helpers leave */
+            LULL_PROBE1(concurrent_mark_done, mark_g.cycle);
+            return;
+        }
         uint64_t t_step = lull_now_ns();
         size_t before = mark_g.pass_running ? mark_g.pass_found : 0;
         if (!mark_g.pass_running) {
@@ -833,25 +967,62 @@ static void background_job(lull_tracer *tr, void *arg)
         bool complete = preclean_step(tr);
         LULL_TL(LULL_TL_PRECLEAN, t_step, lull_now_ns() - t_step, mark_g.pass_found - before, 0, 0, NULL);
         if (!complete)
-            break;      /* stopped: the pass goes on from pass_block at the next run */
+            return;     /* stopped: the pass goes on from pass_block at the next run */
         size_t found = mark_g.pass_found;
         mark_g.pass_running = false;
         atomic_fetch_add(&mark_g.precleaned, found);
         LULL_PROBE1(preclean_end, found);
         mark_g.passes++;
-        bool done = found <= PRECLEAN_ENOUGH || mark_g.passes >= PRECLEAN_MAX ||
-                    (mark_g.passes >= PRECLEAN_SETTLE && found >= mark_g.last_found);
+        done = found <= PRECLEAN_ENOUGH || mark_g.passes >= PRECLEAN_MAX ||
+               (mark_g.passes >= PRECLEAN_SETTLE && found >= mark_g.last_found);
         mark_g.last_found = found;
-        if (done) {
-            if (!drain_background(tr))
-                break;
-            atomic_store(&mark_g.bg_done, true);
-            LULL_PROBE1(concurrent_mark_done, mark_g.cycle);
-            break;
-        }
     }
-    mark_g.held = lull_tracer_take(tr);
-    LULL_TL(LULL_TL_CONCURRENT_MARK, t_run, lull_now_ns() - t_run, mark_g.cycle, 0, 0, NULL);
+}
+
+/* Append a chain to `held` (bg_lock held, or the job stopped). */
+static void hold_chain(lull_grey_section *chain)
+{
+    lull_tracer held = { .cur = mark_g.held };
+    lull_tracer_adopt(&held, chain);
+    mark_g.held = lull_tracer_take(&held);
+}
+
+static void background_job(lull_tracer *tr, void *arg)
+{
+    (void)arg;
+    bool leader = tr->id == 1;      /* worker 0 */
+    uint64_t t_run = lull_now_ns(), scanned_before = tr->scanned;
+    tr->share = mark_g.bg_width > 1;
+    pthread_mutex_lock(&mark_g.bg_lock);
+    mark_g.bg_inside++;
+    bool busy = !leader, go = !lull_workers_background_stopping() && !atomic_load(&mark_g.bg_done);
+    if (busy)
+        mark_g.bg_busy++;
+    if (go) {
+        lull_tracer_adopt(tr, mark_g.held);
+        mark_g.held = NULL;
+    }
+    pthread_mutex_unlock(&mark_g.bg_lock);
+    if (go) {
+        if (tr->share && tr->cur) {
+            lull_tracer_share_older(tr);
+            offer_work();
+        }
+        if (leader)
+            background_lead(tr);
+        else
+            background_help(tr, &busy);
+    }
+    pthread_mutex_lock(&mark_g.bg_lock);
+    hold_chain(lull_tracer_take(tr));
+    if (busy)
+        mark_g.bg_busy--;
+    if (--mark_g.bg_inside == 0)
+        hold_chain(lull_trace_take_shared());
+    pthread_mutex_unlock(&mark_g.bg_lock);
+    tr->share = false;
+    LULL_TL(LULL_TL_CONCURRENT_MARK, t_run, lull_now_ns() - t_run, mark_g.cycle, tr->scanned - scanned_before, 0,
+            NULL);
 }
 
 void lull_mark_begin_concurrent(void)
@@ -861,13 +1032,15 @@ void lull_mark_begin_concurrent(void)
     mark_g.ignore_nursery = true;
     mark_g.atomic_marks = true;
     mark_g.plant = false;
-    mark_g.partial_obj = 0;
     mark_g.cycle++;
     mark_g.overflows = 0;
     mark_g.scanned_by_stopper = 0;
     atomic_store(&mark_g.scanned, 0);
     atomic_store(&mark_g.precleaned, 0);
     atomic_store(&mark_g.bg_done, false);
+    for (unsigned i = 0; i <= LULL_MAX_WORKERS; i++)
+        atomic_store_explicit(&mark_g.bg_scanned[i], 0, memory_order_relaxed);
+    mark_g.bg_width = lull_workers_background_threads();
     mark_g.passes = 0;
     mark_g.last_found = SIZE_MAX;
     mark_g.pass_running = false;
@@ -888,8 +1061,10 @@ bool lull_mark_resume_background(void)
 {
     if (!lull_marking())
         return false;
-    if (!atomic_load(&mark_g.bg_done) && lull_workers_can_background())
-        lull_workers_start_background(background_job, NULL);
+    if (!atomic_load(&mark_g.bg_done) && lull_workers_can_background()) {
+        mark_g.bg_width = lull_workers_background_threads();
+        lull_workers_start_background(background_job, NULL, mark_g.bg_width);
+    }
     return true;
 }
 
@@ -913,7 +1088,6 @@ static void check_mod_union(void);
 
 void lull_mark_finish(lull_tracer *tr)
 {
-    mark_g.partial_obj = 0;      /* grey in held: the drain below scans it whole */
     if (lull_cfg.check_mod_union)
         check_mod_union();
     /* The nursery stays ignored: no minor precedes this pause, and every
@@ -966,9 +1140,16 @@ void lull_mark_abandon(void)
     lull_workers_stop_background();
     lull_trace_release_chain(mark_g.held);
     mark_g.held = NULL;
-    mark_g.partial_obj = 0;
     mark_g.ignore_nursery = mark_g.atomic_marks = false;
     __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
+}
+
+unsigned lull_mark_background_work(uint64_t *by_worker, unsigned n)
+{
+    unsigned w = mark_g.bg_width;
+    for (unsigned i = 0; i < n && i < w; i++)
+        by_worker[i] = atomic_load_explicit(&mark_g.bg_scanned[i + 1], memory_order_relaxed);
+    return w;
 }
 
 void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards, uint64_t *final_nursery_objects)
@@ -1096,8 +1277,10 @@ static void check_mod_union(void)
         return;
     memset(mark_g.shadow_roots, 0, bitmap_words() * sizeof(uint64_t));
     for (lull_grey_section *s = mark_g.held; s; s = s->prev)
-        for (size_t i = 0; i < s->top; i++)
-            set_shadow(s->item[i], NULL);
+        for (size_t i = 0; i < s->top; i++) {
+            uintptr_t e = s->item[i];
+            set_shadow(e & GREY_RESUME ? resume_object(e & ~GREY_RESUME) : e, NULL);   /* partly scanned */
+        }
     lull_heap_each_marked(true, check_mod_union_object, NULL);
 }
 

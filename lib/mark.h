@@ -92,13 +92,17 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * lull_marking() on and greys what the roots point to, ignoring the
  * nursery and the young large objects: minors keep running and moving or
  * freeing them. The grey objects are held, and after every pause
- * resume_background lets worker 0 blacken them while the world runs
- * (reading slots atomically), then preclean (mark.c). Every pause first
- * stops that job (lull_workers_stop_background): workers take part in
- * pauses, and the minors' writes of slots, cards and the union table then
- * meet no marker (the choice of parking over making every minor store
- * atomic against a running marker: simpler, and a pause waits at most for
- * POLL_EVERY objects or one 64 KiB slice of a large object).
+ * resume_background lets every worker thread blacken them while the world
+ * runs (reading slots atomically), sharing them through the shared pool;
+ * worker 0 alone also precleans and says when the mark is done (mark.c,
+ * the background job). Every pause first stops that job
+ * (lull_workers_stop_background), which puts every worker's grey objects
+ * and the shared pool's back into the held ones: workers take part in
+ * pauses, whose jobs use the shared pool, and the minors' writes of
+ * slots, cards and the union table then meet no marker (the choice of
+ * parking over making every minor store atomic against a running marker:
+ * simpler, and a pause waits at most for POLL_EVERY objects or one 64 KiB
+ * slice of a large object on each worker).
  *
  * Incremental update: every reference store marks a card (lull_store).
  * A minor that clears a card while marking ORs it into the union table.
@@ -156,6 +160,10 @@ uint64_t lull_mark_cycle(void);
 void lull_mark_finish(lull_tracer *tr);
 /* lull_shutdown during a mark: drop it. */
 void lull_mark_abandon(void);
+/* Objects the running or last concurrent mark's background job
+ * blackened, by worker: by_worker[i] for lull-mark/(i+1), for i below n
+ * and below the count returned (the workers the job runs on). */
+unsigned lull_mark_background_work(uint64_t *by_worker, unsigned n);
 /* Cards the last mark's job precleaned, the cards its final pause
  * rescanned, and the nursery and young large objects that pause visited. */
 void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards, uint64_t *final_nursery_objects);

@@ -10,8 +10,8 @@
  *               counters. The gc lock makes its producers one at a time
  *               (ck_ring's single producer; the lock orders them).
  *   ring 1 + i  worker thread lull-mark/(i+1): its share of each pause's
- *               parallel work, and worker 0's background jobs
- *               (concurrent mark, preclean passes, background sweep).
+ *               parallel work and of the concurrent mark, and worker 0's
+ *               preclean passes and background sweep.
  *
  * A full ring drops the event and counts it (the file says how many).
  *
@@ -54,7 +54,7 @@ enum lull_tl_kind {
     LULL_TL_RESTART,
     /* workers (ring 1 + i) */
     LULL_TL_WORKER_JOB,           /* share of a pause's parallel work */
-    LULL_TL_CONCURRENT_MARK,      /* a = cycle: one run of the background mark */
+    LULL_TL_CONCURRENT_MARK,      /* a = cycle, b = objects: one worker's run of the background mark */
     LULL_TL_PRECLEAN,             /* a = cards rescanned */
     LULL_TL_BG_SWEEP,             /* a = blocks swept */
     /* counters (ring 0): a = heap bytes, b = nursery bytes in use, c = live

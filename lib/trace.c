@@ -341,6 +341,21 @@ void lull_trace_release_chain(lull_grey_section *chain)
     lull_tracer_release(&t);
 }
 
+lull_grey_section *lull_trace_take_shared(void)
+{
+    pthread_mutex_lock(&lull_trace_g.grey_pool.lock);
+    lull_grey_section *s = atomic_load_explicit(&lull_trace_g.grey_pool.head, memory_order_relaxed), *chain = NULL;
+    atomic_store_explicit(&lull_trace_g.grey_pool.head, NULL, memory_order_relaxed);
+    pthread_mutex_unlock(&lull_trace_g.grey_pool.lock);
+    while (s) {
+        lull_grey_section *next = s->pool_next;
+        s->prev = chain;
+        chain = s;
+        s = next;
+    }
+    return chain;
+}
+
 bool lull_trace_shared_nonempty(void)
 {
     return atomic_load_explicit(&lull_trace_g.grey_pool.head, memory_order_relaxed) != NULL;

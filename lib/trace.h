@@ -176,6 +176,9 @@ void lull_tracer_release(lull_tracer *tr);
  * keeps its grey objects across pauses this way (mark.c). */
 lull_grey_section *lull_tracer_take(lull_tracer *tr);
 void lull_tracer_adopt(lull_tracer *tr, lull_grey_section *chain);
+/* Take every section of the shared pool, as one chain (NULL: it was
+ * empty): the concurrent mark, stopped, keeps what it shared this way. */
+lull_grey_section *lull_trace_take_shared(void);
 /* Give a taken chain's sections back. */
 void lull_trace_release_chain(lull_grey_section *chain);
 

@@ -25,17 +25,23 @@ static struct {
     lull_worker_job job;
     void           *arg;
     bool            quit;
-    /* The background job (worker 0 only; workers.h). */
-    pthread_cond_t  bg_done;     /* it returned */
+    /* The background job (workers.h): posted for workers 0..bg_width-1;
+     * each takes it once (bg_seq tells a new job from the one it ran). */
+    pthread_cond_t  bg_done;     /* the last thread inside it returned */
+    pthread_cond_t  bg_kick;     /* lull_workers_background_kick, or a stop */
     lull_worker_job bg_job;
     void           *bg_arg;
-    bool            bg_pending;  /* posted, not yet taken */
-    bool            bg_running;  /* inside bg_job */
+    uint64_t        bg_seq;      /* bumped for every background job */
+    unsigned        bg_width;
+    bool            bg_posted;   /* may still be taken (false once stopped) */
+    unsigned        bg_running;  /* threads inside bg_job */
+    uint64_t        bg_kicks;    /* lull_workers_background_kick calls */
     atomic_bool     bg_stop;     /* asked to return */
     pthread_t       threads[LULL_MAX_WORKERS];
     lull_tracer     tracers[LULL_MAX_WORKERS];
 } workers_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-                .done = PTHREAD_COND_INITIALIZER, .bg_done = PTHREAD_COND_INITIALIZER };
+                .done = PTHREAD_COND_INITIALIZER, .bg_done = PTHREAD_COND_INITIALIZER,
+                .bg_kick = PTHREAD_COND_INITIALIZER };
 
 static void *worker_main(void *arg)
 {
@@ -46,6 +52,9 @@ static void *worker_main(void *arg)
     /* Not job_seq as it is now: a job posted between pthread_create and
      * this line would be missed, and its stopper would wait forever. */
     uint64_t seen = workers_g.start_seq;
+    /* 0, not bg_seq as it is now: a background job posted before this
+     * line (the child of fork() posts one at once) is still to be run. */
+    uint64_t bg_seen = 0;
     for (;;) {
         if (workers_g.quit)
             break;
@@ -64,16 +73,16 @@ static void *worker_main(void *arg)
                 pthread_cond_signal(&workers_g.done);
             continue;
         }
-        if (id == 0 && workers_g.bg_pending) {
-            workers_g.bg_pending = false;
-            workers_g.bg_running = true;
+        if (workers_g.bg_posted && id < workers_g.bg_width && bg_seen != workers_g.bg_seq) {
+            bg_seen = workers_g.bg_seq;
+            workers_g.bg_running++;
             lull_worker_job job = workers_g.bg_job;
             void *jarg = workers_g.bg_arg;
             pthread_mutex_unlock(&workers_g.lock);
             job(tr, jarg);
             pthread_mutex_lock(&workers_g.lock);
-            workers_g.bg_running = false;
-            pthread_cond_broadcast(&workers_g.bg_done);
+            if (--workers_g.bg_running == 0)
+                pthread_cond_broadcast(&workers_g.bg_done);
             continue;
         }
         pthread_cond_wait(&workers_g.wake, &workers_g.lock);
@@ -144,8 +153,10 @@ void lull_workers_after_fork_child(void)
     pthread_cond_init(&workers_g.wake, NULL);
     pthread_cond_init(&workers_g.done, NULL);
     pthread_cond_init(&workers_g.bg_done, NULL);
+    pthread_cond_init(&workers_g.bg_kick, NULL);
     workers_g.running = 0;
-    workers_g.bg_pending = workers_g.bg_running = false;   /* stopped before fork (init.c) */
+    workers_g.bg_posted = false;    /* stopped before fork (init.c) */
+    workers_g.bg_running = 0;
 #if LULL_ASAN
     /* AddressSanitizer's allocator does not reset its locks at fork(): one
      * a parent thread held stays held here, and a new thread's start-up
@@ -169,14 +180,21 @@ bool lull_workers_can_background(void)
     return workers_g.nthreads > 0;
 }
 
-void lull_workers_start_background(lull_worker_job job, void *arg)
+unsigned lull_workers_background_threads(void)
+{
+    return workers_g.nthreads;
+}
+
+void lull_workers_start_background(lull_worker_job job, void *arg, unsigned width)
 {
     pthread_mutex_lock(&workers_g.lock);
-    LULL_ASSERT(!workers_g.bg_pending && !workers_g.bg_running && workers_g.nthreads);
+    LULL_ASSERT(!workers_g.bg_posted && !workers_g.bg_running && workers_g.nthreads);
     atomic_store_explicit(&workers_g.bg_stop, false, memory_order_relaxed);
     workers_g.bg_job = job;
     workers_g.bg_arg = arg;
-    workers_g.bg_pending = true;
+    workers_g.bg_width = width < 1 ? 1 : width > workers_g.nthreads ? workers_g.nthreads : width;
+    workers_g.bg_seq++;
+    workers_g.bg_posted = true;
     pthread_cond_broadcast(&workers_g.wake);
     pthread_mutex_unlock(&workers_g.lock);
 }
@@ -184,9 +202,10 @@ void lull_workers_start_background(lull_worker_job job, void *arg)
 void lull_workers_stop_background(void)
 {
     pthread_mutex_lock(&workers_g.lock);
-    workers_g.bg_pending = false;       /* posted but not taken: never runs */
+    workers_g.bg_posted = false;        /* not taken yet: never runs */
     if (workers_g.bg_running) {
         atomic_store_explicit(&workers_g.bg_stop, true, memory_order_relaxed);
+        pthread_cond_broadcast(&workers_g.bg_kick);     /* parked ones return too */
         while (workers_g.bg_running)
             pthread_cond_wait(&workers_g.bg_done, &workers_g.lock);
     }
@@ -198,6 +217,30 @@ bool lull_workers_background_stopping(void)
     return atomic_load_explicit(&workers_g.bg_stop, memory_order_relaxed);
 }
 
+uint64_t lull_workers_background_kicks(void)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    uint64_t k = workers_g.bg_kicks;
+    pthread_mutex_unlock(&workers_g.lock);
+    return k;
+}
+
+void lull_workers_background_wait(uint64_t seen)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    while (workers_g.bg_kicks == seen && !atomic_load_explicit(&workers_g.bg_stop, memory_order_relaxed))
+        pthread_cond_wait(&workers_g.bg_kick, &workers_g.lock);
+    pthread_mutex_unlock(&workers_g.lock);
+}
+
+void lull_workers_background_kick(void)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    workers_g.bg_kicks++;
+    pthread_cond_broadcast(&workers_g.bg_kick);
+    pthread_mutex_unlock(&workers_g.lock);
+}
+
 void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self)
 {
     if (!workers_g.width) {
@@ -205,7 +248,7 @@ void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self)
         return;
     }
     pthread_mutex_lock(&workers_g.lock);
-    LULL_ASSERT(workers_g.running == 0 && !workers_g.bg_running && !workers_g.bg_pending);
+    LULL_ASSERT(workers_g.running == 0 && !workers_g.bg_running && !workers_g.bg_posted);
     workers_g.job = job;
     workers_g.arg = arg;
     workers_g.running = workers_g.width;

@@ -2,9 +2,9 @@
  *
  * mark-workers=N means at most N threads trace in a pause; the thread that
  * stopped the world is one of them, so N - 1 worker threads are started by
- * lull_init (at least one with major=concurrent: worker 0 also runs the
- * background job, the concurrent mark or the sweep) and joined by
- * lull_shutdown. They are not attached: they are
+ * lull_init (at least one with major=concurrent: the background jobs,
+ * the concurrent mark on all of them and the sweep on worker 0, need a
+ * thread besides the mutators) and joined by lull_shutdown. They are not attached: they are
  * never stopped by the suspend signal (every signal is blocked in them) and
  * cooperate through the jobs handed to them instead. Idle, they sleep on a
  * condition variable (no spinning). Each has a name (`lull-mark/1`, ...,
@@ -40,16 +40,30 @@ void lull_workers_after_fork_child(void);
  * stopping thread). */
 unsigned lull_workers_count(void);
 
-/* The background job: one job at a time, on worker 0, while the world
- * runs (the concurrent mark). Posted and stopped by the thread that holds
- * the gc lock. The job polls lull_workers_background_stopping() and
- * returns soon after it turns true; stop returns once it has (or at once
- * if none runs). Every pause stops it first: lull_workers_run must not
- * find it running. can_background: a thread exists to run it. */
+/* The background job: one job at a time, while the world runs, on the
+ * first `width` worker threads at once (the concurrent mark: every one;
+ * the background sweep: worker 0 alone), each calling job(its tracer,
+ * arg) once. Posted and stopped by the thread that holds the gc lock. The
+ * job polls lull_workers_background_stopping() and returns soon after it
+ * turns true; stop returns once every thread that took the job has
+ * returned, and no thread takes it afterwards (a thread that had not
+ * taken it yet never runs it). So a thread may join a job late, or not at
+ * all: the job cannot count on how many run it. Every pause stops it
+ * first: lull_workers_run must not find it running. can_background: a
+ * thread exists to run it; background_threads: how many. */
 bool lull_workers_can_background(void);
-void lull_workers_start_background(lull_worker_job job, void *arg);
+unsigned lull_workers_background_threads(void);
+void lull_workers_start_background(lull_worker_job job, void *arg, unsigned width);
 void lull_workers_stop_background(void);
 bool lull_workers_background_stopping(void);
+
+/* Parking for a background job's thread that has nothing to do (only
+ * from inside the job). Read kicks() before looking for work; if there is
+ * none, wait(seen) sleeps until kick() has been called after that read,
+ * or a stop is asked for (whichever came first: no wake-up is lost). */
+uint64_t lull_workers_background_kicks(void);
+void lull_workers_background_wait(uint64_t seen);
+void lull_workers_background_kick(void);
 
 /* Run job(tracer, arg) on every worker and on the calling thread with
  * `self`, and return when all calls have returned. Only the thread that

@@ -520,6 +520,25 @@ static void verify_all(struct walk *w)
     walk_run(w, UINT64_MAX);
 }
 
+/* verify_all by a walk that no collection ran during. The walk's own
+ * allocations (its stack) may start a minor, which moves the nursery's
+ * nodes: one the walk visited before it, reached again afterwards through
+ * another referrer at its new address, was counted twice, and the
+ * quiescent check then failed with one node fewer after the final
+ * collections than before (seen once under ThreadSanitizer; forcing a
+ * minor in the middle of the walk reproduces it). */
+static void verify_still(struct walk *w)
+{
+    for (;;) {
+        lull_stats a, b;
+        lull_get_stats(&a);
+        verify_all(w);
+        lull_get_stats(&b);
+        if (a.collections_minor == b.collections_minor && a.collections_major == b.collections_major)
+            return;
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Mutators                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -956,11 +975,11 @@ int main(int argc, char **argv)
 
     /* Quiescent: verify, collect everything, verify again: the same
      * graph, node for node. */
-    verify_all(&w);
+    verify_still(&w);
     uint64_t quiet_nodes = w.nodes, quiet_arrays = w.arrays;
     lull_collect(LULL_GEN_MAJOR);
     lull_collect(LULL_GEN_NURSERY);
-    verify_all(&w);
+    verify_still(&w);
     full_verifications += 2;
     if (w.nodes != quiet_nodes || w.arrays != quiet_arrays)
         fail("quiescent: %" PRIu64 " nodes and %" PRIu64 " arrays reachable before the final collections, %" PRIu64
