@@ -176,7 +176,7 @@ static void *mutator_main(void *arg)
     }
     for (int k = 0; k < HANDLES; k++)
         renew(m, &r, k);
-    while (stress_now() < stop_at) {
+    while (stress_keep_going(stop_at)) {
         for (int i = 0; i < 64; i++, m->rounds++)
             check_one(m, &r, (int)stress_below(&r, HANDLES));
         for (int i = 0; i < 16; i++)

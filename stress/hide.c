@@ -122,7 +122,7 @@ static void *mutator_main(void *arg)
         m->expect[h][s] = o->id;
     }
 
-    while (stress_now() < stop_at) {
+    while (stress_keep_going(stop_at)) {
         for (int i = 0; i < 256; i++) {
             /* Find a token, and an empty slot to move it to. Sources from
              * the first half of the holders, destinations from the second,

@@ -129,21 +129,34 @@ static struct {
     int in_mark;
     uint64_t initial, final, minors_in_mark;
 } stress_marks;
+static int stress_concurrent;   /* majors are concurrent (stress_start) */
+
+static inline void stress_count(uint64_t *n)
+{
+    __atomic_store_n(n, *n + 1, __ATOMIC_RELAXED);   /* only the hook writes; mutators read */
+}
 
 static inline void stress_on_pause(const lull_pause_event *e, void *data)
 {
     (void)data;
     if (e->phase == LULL_PHASE_INITIAL) {
-        stress_marks.initial++;
+        stress_count(&stress_marks.initial);
         stress_marks.in_mark = 1;
     } else if (e->phase == LULL_PHASE_FINAL) {
-        stress_marks.final++;
+        stress_count(&stress_marks.final);
         stress_marks.in_mark = 0;
     } else if (e->generation == LULL_GEN_NURSERY && stress_marks.in_mark) {
-        stress_marks.minors_in_mark++;
+        stress_count(&stress_marks.minors_in_mark);
     } else if (e->generation == LULL_GEN_MAJOR) {
         stress_marks.in_mark = 0;    /* a synchronous major ends any mark */
     }
+}
+
+/* Whether the run raced marks enough: two marks ended, a minor inside one. */
+static inline int stress_marks_covered(void)
+{
+    return __atomic_load_n(&stress_marks.final, __ATOMIC_RELAXED) >= 2 &&
+           __atomic_load_n(&stress_marks.minors_in_mark, __ATOMIC_RELAXED) >= 1;
 }
 
 /* The banner line, lull_init and the mark-counting pause hook. Returns
@@ -157,7 +170,8 @@ static inline int stress_start(int threads)
     if (rc)
         stress_fail("lull_init: %s", strerror(-rc));
     lull_set_pause_hook(stress_on_pause, NULL);
-    return !(params && strstr(params, "major=stw"));
+    stress_concurrent = !(params && strstr(params, "major=stw"));
+    return stress_concurrent;
 }
 
 static inline const char *stress_env(const char *var)
@@ -216,6 +230,18 @@ static inline double stress_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A mutator's loop condition: until stop_at; with concurrent majors, on
+ * past it until stress_marks_covered, for at most three times as long
+ * again. On a loaded machine a few seconds may hold only a mark or two,
+ * and a run that raced nothing proves nothing (the programs fail then). */
+static inline int stress_keep_going(double stop_at)
+{
+    double now = stress_now();
+    if (now < stop_at)
+        return 1;
+    return stress_concurrent && !stress_marks_covered() && now < stop_at + 3 * stress_seconds;
 }
 
 /* Sleep `ns` in relative nanosleep slices of at most 10 ms (ThreadSanitizer
