@@ -193,6 +193,8 @@ static _Atomic uint64_t *slot_of(const char *fn, lull_handle h, uint64_t *word, 
         lull_fatal(fn, "%#x is not a handle (lull_handle_new never returned it)", (unsigned)h);
     uint32_t off, b = bucket_of(idx1 - 1, &off);
     _Atomic uint64_t *bk = atomic_load_explicit(&t->bucket[b], memory_order_acquire);
+    if (LULL_UNLIKELY(!bk))     /* below `high`, in a bucket nobody installed (each_target) */
+        lull_fatal(fn, "%#x is not a handle (lull_handle_new never returned it)", (unsigned)h);
     _Atomic uint64_t *s = &bk[off];
     uint64_t w = atomic_load_explicit(s, memory_order_acquire);
     if (LULL_UNLIKELY(!(w & SLOT_OCCUPIED) || ((w & SLOT_GEN_MASK) >> SLOT_GEN_SHIFT) != gen))
@@ -382,7 +384,12 @@ static void each_target(unsigned kind, void (*fn)(_Atomic uint64_t *slot, uint64
         for (uint32_t c = g << GROUP_SHIFT; c < last; c++) {
             uint32_t off, b = bucket_of(c << CHUNK_SHIFT, &off);
             _Atomic uint64_t *bk = atomic_load_explicit(&t->bucket[b], memory_order_acquire);
-            if (!atomic_load_explicit(chunk_count(bk, b, off), memory_order_relaxed))
+            /* A bucket below `high` may not be installed yet: the thread
+             * whose region lies in it has not claimed there (it is still
+             * mapping it, or the mapping failed) while a thread with a
+             * region further on raised `high` past it. No slot of it can
+             * hold a handle. */
+            if (!bk || !atomic_load_explicit(chunk_count(bk, b, off), memory_order_relaxed))
                 continue;
             any = true;
             uint32_t n = high - (c << CHUNK_SHIFT) < CHUNK ? high - (c << CHUNK_SHIFT) : CHUNK;
