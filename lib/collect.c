@@ -593,8 +593,9 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
                     lull_mark_overflows() ? " (mark stack overflowed)" : "");
         } else if (start) {
             fprintf(stderr, "lull: collection %llu (major start, %s): pause %.3f ms (background job stopped in "
-                    "%.3f ms), concurrent mark begins\n", (unsigned long long)collect_g.ncollections + 1,
-                    reason, (double)pause / 1e6, (double)stop_bg_ns / 1e6);
+                    "%.3f ms), concurrent mark begins, %.1f KiB of young large objects left to the markers\n",
+                    (unsigned long long)collect_g.ncollections + 1, reason, (double)pause / 1e6,
+                    (double)stop_bg_ns / 1e6, (double)lull_mark_deferred_young_bytes() / 1024.0);
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
                     "workers) of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu dirty cards, copying %.3f ms, "

@@ -60,6 +60,8 @@ static struct {
     atomic_size_t next_young;   /* ... claimed one at a time through this */
     unsigned passes;            /* complete preclean passes of the running mark (the job only) */
     size_t last_found;          /* ... and what the last one found */
+    size_t prev_found;          /* ... and the one before it */
+    uint64_t deferred_young;    /* bytes of young large objects the initial pause left to the job */
     uint32_t pass_block;        /* the running pass: the next block it looks at */
     size_t pass_found;          /* ... and the dirty cards it found so far */
     bool pass_running;          /* ... (false: the next pass begins at block 0) */
@@ -649,11 +651,15 @@ static void final_cards_part(lull_tracer *tr)
     atomic_fetch_add_explicit(&mark_g.cards_found, found, memory_order_relaxed);
 }
 
+static bool defer_young_large(lull_tracer *tr, uintptr_t obj);
+
 /* The final pause's roots beyond stacks and registered roots, shared by
  * every marker like the cards: the nursery and the young large objects
  * are a root set (mark.h), every reference slot of every object in them
- * visited; then the dirty cards. */
-static void final_young_part(lull_tracer *tr)
+ * visited; then the dirty cards. The initial pause visits the same roots
+ * (`initial`), but there they only hasten the mark, so a young large
+ * object worth slicing is left to the background markers (below). */
+static void final_young_part(lull_tracer *tr, bool initial)
 {
     uint64_t bytes = 0;
     size_t objects = lull_nursery_scan_part(&mark_g.next_range, visit, tr, &bytes);
@@ -661,7 +667,8 @@ static void final_young_part(lull_tracer *tr)
         size_t i = atomic_fetch_add_explicit(&mark_g.next_young, 1, memory_order_relaxed);
         if (i >= mark_g.nyoung)
             break;
-        lull_trace_slots(mark_g.young[i], visit, tr);
+        if (!initial || !defer_young_large(tr, mark_g.young[i]))
+            lull_trace_slots(mark_g.young[i], visit, tr);
         bytes += lull_object_footprint(mark_g.young[i]);
         objects++;
     }
@@ -671,7 +678,7 @@ static void final_young_part(lull_tracer *tr)
 
 static void final_roots_part(lull_tracer *tr)
 {
-    final_young_part(tr);
+    final_young_part(tr, false);
     final_cards_part(tr);
 }
 
@@ -796,6 +803,29 @@ static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
     if (hi < end)
         lull_tracer_push(tr, hi | GREY_RESUME);
     lull_trace_slots_in(obj, from, hi, visit, tr);
+    return true;
+}
+
+/* The initial pause (world stopped): instead of visiting the slots of
+ * young large object obj, push it as a resume entry from its start, for
+ * the background markers to scan a slice at a time without marking it
+ * (the graph benchmark's first mark began with its 32 MB array of 4
+ * million nodes young: a 16-20 ms initial pause, nearly all this visit).
+ * Nothing is lost by the delay: the visit only hastens the mark, as the
+ * final pause takes every object still young as a root again, and one a
+ * minor makes old meanwhile is marked and scanned like any object
+ * allocated black. The entry stays valid to the end of the mark: while a
+ * mark runs no minor frees a young large object (an unreached one is
+ * made old, its slots cleared, for the final pause's sweep; los.c), and
+ * the workers are stopped while a minor writes its slots. false: obj is
+ * not scanned in slices (too small to matter, or a trace function). */
+static bool defer_young_large(lull_tracer *tr, uintptr_t obj)
+{
+    const lull_block *b = lull_block_of(obj);
+    if (b->large_size <= SLICE_BYTES || lull_header_type(*(uintptr_t *)obj)->trace)
+        return false;
+    lull_tracer_push(tr, obj | GREY_RESUME);
+    mark_g.deferred_young += b->large_size;
     return true;
 }
 
@@ -939,6 +969,69 @@ static void background_help(lull_tracer *tr, bool *busy)
 #define PRECLEAN_ENOUGH 4096u   /* dirty cards the final pause rescans in well under a ms */
 #define PRECLEAN_SETTLE 6u
 #define PRECLEAN_MAX    24u
+
+/* One preclean pass, or what is left of it (it goes on where a pause
+ * stopped it); false: stopped before its end. At its end last_found is
+ * what it found and prev_found what the one before did. */
+static bool preclean_pass(lull_tracer *tr)
+{
+    uint64_t t_step = lull_now_ns();
+    size_t before = mark_g.pass_running ? mark_g.pass_found : 0;
+    if (!mark_g.pass_running) {
+        mark_g.pass_running = true;
+        LULL_PROBE1(preclean_begin, mark_g.cycle);
+        mark_g.pass_block = 0;
+        mark_g.pass_found = 0;
+    }
+    bool complete = preclean_step(tr);
+    LULL_TL(LULL_TL_PRECLEAN, t_step, lull_now_ns() - t_step, mark_g.pass_found - before, 0, 0, NULL);
+    if (!complete)
+        return false;
+    size_t found = mark_g.pass_found;
+    mark_g.pass_running = false;
+    atomic_fetch_add(&mark_g.precleaned, found);
+    LULL_PROBE1(preclean_end, found);
+    mark_g.passes++;
+    mark_g.prev_found = mark_g.last_found;
+    mark_g.last_found = found;
+    return true;
+}
+
+/* The mark is done (the policy runs the final pause at the next
+ * allocation slow path), but until that pause comes the program goes on
+ * storing, and every card it dirties meanwhile is the pause's to rescan.
+ * So the leader alone (the helpers have left) goes on with passes,
+ * draining what each greys: back to back while they find more than
+ * PRECLEAN_ENOUGH cards, else after a nap that doubles from 1 ms up to
+ * 64 ms while they find little (an idle program costs a look at the card
+ * table every 64 ms). The graph benchmark sets the 16 million edges of
+ * its live graph without allocating: every card of the heap dirtied in
+ * turn with no slow path to run the final pause, which then rescanned
+ * 345,000 cards (44-79 ms); now it rescans what was dirtied since the
+ * last pass. The pause stops this as it stops any run of the job (the
+ * nap is woken by the stop); what a pass greyed and did not blacken goes
+ * to `held` for its drain; after a minor the job comes back to this
+ * (lull_mark_resume_background). */
+#define TAIL_NAP_MIN_NS 1000000u
+#define TAIL_NAP_MAX_NS 64000000u
+static void preclean_tail(lull_tracer *tr)
+{
+    uint64_t nap = mark_g.last_found > PRECLEAN_ENOUGH ? 0 : TAIL_NAP_MIN_NS;
+    tr->share = false;
+    for (;;) {
+        if (nap) {
+            lull_workers_background_nap(nap);
+            nap = nap * 2 > TAIL_NAP_MAX_NS ? TAIL_NAP_MAX_NS : nap * 2;
+        }
+        if (!preclean_pass(tr) || !drain_background(tr))
+            return;
+        if (mark_g.last_found > PRECLEAN_ENOUGH)
+            nap = 0;
+        else if (!nap)
+            nap = TAIL_NAP_MIN_NS;
+    }
+}
+
 static void background_lead(lull_tracer *tr)
 {
     bool done = false;
@@ -954,28 +1047,14 @@ static void background_lead(lull_tracer *tr)
             atomic_store(&mark_g.bg_done, true);
             lull_workers_background_kick();     /* the helpers leave */
             LULL_PROBE1(concurrent_mark_done, mark_g.cycle);
+            preclean_tail(tr);
             return;
         }
-        uint64_t t_step = lull_now_ns();
-        size_t before = mark_g.pass_running ? mark_g.pass_found : 0;
-        if (!mark_g.pass_running) {
-            mark_g.pass_running = true;
-            LULL_PROBE1(preclean_begin, mark_g.cycle);
-            mark_g.pass_block = 0;
-            mark_g.pass_found = 0;
-        }
-        bool complete = preclean_step(tr);
-        LULL_TL(LULL_TL_PRECLEAN, t_step, lull_now_ns() - t_step, mark_g.pass_found - before, 0, 0, NULL);
-        if (!complete)
+        if (!preclean_pass(tr))
             return;     /* stopped: the pass goes on from pass_block at the next run */
-        size_t found = mark_g.pass_found;
-        mark_g.pass_running = false;
-        atomic_fetch_add(&mark_g.precleaned, found);
-        LULL_PROBE1(preclean_end, found);
-        mark_g.passes++;
+        size_t found = mark_g.last_found;
         done = found <= PRECLEAN_ENOUGH || mark_g.passes >= PRECLEAN_MAX ||
-               (mark_g.passes >= PRECLEAN_SETTLE && found >= mark_g.last_found);
-        mark_g.last_found = found;
+               (mark_g.passes >= PRECLEAN_SETTLE && found >= mark_g.prev_found);
     }
 }
 
@@ -995,7 +1074,8 @@ static void background_job(lull_tracer *tr, void *arg)
     tr->share = mark_g.bg_width > 1;
     pthread_mutex_lock(&mark_g.bg_lock);
     mark_g.bg_inside++;
-    bool busy = !leader, go = !lull_workers_background_stopping() && !atomic_load(&mark_g.bg_done);
+    bool tail = atomic_load(&mark_g.bg_done);   /* the leader alone: preclean_tail */
+    bool busy = !leader, go = !lull_workers_background_stopping() && (leader || !tail);
     if (busy)
         mark_g.bg_busy++;
     if (go) {
@@ -1008,8 +1088,13 @@ static void background_job(lull_tracer *tr, void *arg)
             lull_tracer_share_older(tr);
             offer_work();
         }
-        if (leader)
+        if (leader && tail) {
+            tr->share = false;
+            if (drain_background(tr))
+                preclean_tail(tr);
+        } else if (leader) {
             background_lead(tr);
+        }
         else
             background_help(tr, &busy);
     }
@@ -1042,7 +1127,7 @@ void lull_mark_begin_concurrent(void)
         atomic_store_explicit(&mark_g.bg_scanned[i], 0, memory_order_relaxed);
     mark_g.bg_width = lull_workers_background_threads();
     mark_g.passes = 0;
-    mark_g.last_found = SIZE_MAX;
+    mark_g.last_found = mark_g.prev_found = SIZE_MAX;
     mark_g.pass_running = false;
     lull_tracer tr = { .id = 0 };
     lull_roots_scan_threads(lull_mark_conservative, &tr);
@@ -1053,7 +1138,8 @@ void lull_mark_begin_concurrent(void)
      * concurrently, not all in the final pause. The policy starts a mark
      * soon after a minor, when the nursery holds little. */
     final_roots_begin();
-    final_young_part(&tr);
+    mark_g.deferred_young = 0;
+    final_young_part(&tr, true);
     mark_g.held = lull_tracer_take(&tr);
 }
 
@@ -1061,8 +1147,8 @@ bool lull_mark_resume_background(void)
 {
     if (!lull_marking())
         return false;
-    if (!atomic_load(&mark_g.bg_done) && lull_workers_can_background()) {
-        mark_g.bg_width = lull_workers_background_threads();
+    if (lull_workers_can_background()) {
+        mark_g.bg_width = atomic_load(&mark_g.bg_done) ? 1 : lull_workers_background_threads();
         lull_workers_start_background(background_job, NULL, mark_g.bg_width);
     }
     return true;
@@ -1121,6 +1207,11 @@ void lull_mark_finish(lull_tracer *tr)
     if (lull_cfg.verify_concurrent)
         verify_concurrent(tr);
     __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
+}
+
+uint64_t lull_mark_deferred_young_bytes(void)
+{
+    return mark_g.deferred_young;
 }
 
 uint64_t lull_mark_final_young_bytes(void)
@@ -1327,7 +1418,7 @@ static void verify_concurrent(lull_tracer *tr)
     lull_roots_scan_threads(lull_mark_conservative, tr);
     lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, tr);
     final_roots_begin();    /* the nursery and the young large objects are roots here too */
-    final_young_part(tr);
+    final_young_part(tr, false);
     drain(tr, false);
     for (size_t i = 0; i < n; i++) {
         uint64_t d = bits[i] & ~mark_g.shadow_parallel[i];

@@ -171,6 +171,9 @@ void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards, uint
  * (which mark what finalizable objects reach, still ignoring the nursery
  * in a final pause): the next mark starts from scratch. */
 void lull_mark_end_major(void);
+/* The bytes of young large objects the last initial pause left to the
+ * background markers instead of visiting them (mark.c: defer_young_large). */
+uint64_t lull_mark_deferred_young_bytes(void);
 /* The bytes of the nursery and young large objects the last final pause
  * kept as roots (live data of that major). */
 uint64_t lull_mark_final_young_bytes(void);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "timeline.h"
 #include "util.h"
@@ -230,6 +231,22 @@ void lull_workers_background_wait(uint64_t seen)
     pthread_mutex_lock(&workers_g.lock);
     while (workers_g.bg_kicks == seen && !atomic_load_explicit(&workers_g.bg_stop, memory_order_relaxed))
         pthread_cond_wait(&workers_g.bg_kick, &workers_g.lock);
+    pthread_mutex_unlock(&workers_g.lock);
+}
+
+void lull_workers_background_nap(uint64_t ns)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);      /* the condition variable's clock */
+    until.tv_sec += (time_t)(ns / 1000000000u);
+    until.tv_nsec += (long)(ns % 1000000000u);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&workers_g.lock);
+    if (!atomic_load_explicit(&workers_g.bg_stop, memory_order_relaxed))
+        pthread_cond_timedwait(&workers_g.bg_kick, &workers_g.lock, &until);
     pthread_mutex_unlock(&workers_g.lock);
 }
 

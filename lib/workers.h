@@ -64,6 +64,8 @@ bool lull_workers_background_stopping(void);
 uint64_t lull_workers_background_kicks(void);
 void lull_workers_background_wait(uint64_t seen);
 void lull_workers_background_kick(void);
+/* Sleep up to ns, or until a kick or a stop, whichever comes first. */
+void lull_workers_background_nap(uint64_t ns);
 
 /* Run job(tracer, arg) on every worker and on the calling thread with
  * `self`, and return when all calls have returned. Only the thread that
