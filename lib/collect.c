@@ -230,6 +230,100 @@ static void shot_count(uintptr_t obj, void *ctx)
     }
 }
 
+static void shot_count_marked(uintptr_t obj, void *ctx)
+{
+    if (lull_is_marked(obj))
+        shot_count(obj, ctx);
+}
+
+/* A heap-shot is counted by the mark's threads (the one that stopped the
+ * world and the lull-mark/N workers, lull_workers_run), each into a table
+ * of its own (shot_g.part[tracer id]: no shared counter, no lock),
+ * claiming SHOT_CHUNK blocks at a time of the marked heap; then the
+ * stopper adds the tables up into the shot, clearing them for the next,
+ * and counts the nursery's marked objects itself (a few MiB at most).
+ * The tables are mapped once, before the pause where it can be
+ * (lull_heap_shot), and kept for the life of the process. */
+#define SHOT_CHUNK 64u
+static struct {
+    heap_shot *part[LULL_MAX_WORKERS + 1];   /* by tracer id; gc lock held */
+    atomic_uint next_block;
+    uint32_t frontier;
+} shot_g;
+
+/* Map the tables the mark's threads count into (gc lock held; plain
+ * mmap, so also in a pause). false: no memory for one. */
+static bool shot_parts_ready(void)
+{
+    for (unsigned i = 0; i <= lull_workers_count(); i++)
+        if (!shot_g.part[i] && !(shot_g.part[i] = lull_os_reserve_rw(sizeof(heap_shot))))
+            return false;
+    return true;
+}
+
+static void shot_job(lull_tracer *tr, void *arg)
+{
+    (void)arg;
+    heap_shot *h = shot_g.part[tr->id];
+    for (;;) {
+        uint32_t b0 = atomic_fetch_add_explicit(&shot_g.next_block, SHOT_CHUNK, memory_order_relaxed);
+        if (b0 >= shot_g.frontier)
+            break;
+        uint32_t b1 = shot_g.frontier - b0 > SHOT_CHUNK ? b0 + SHOT_CHUNK : shot_g.frontier;
+        lull_trace_old_objects_in(b0, b1, false, true, shot_count, h);
+    }
+}
+
+/* Add `from` (cleared as it is read) into `into`. */
+static void shot_add(heap_shot *into, heap_shot *from)
+{
+    into->full |= from->full;
+    for (size_t k = 0; k < SHOT_SLOTS && from->used; k++) {
+        lull_type_usage *f = &from->slot[k];
+        if (!f->type)
+            continue;
+        const lull_type *t = f->type;
+        size_t i = (size_t)(((uintptr_t)t >> 3) * 0x9e3779b97f4a7c15ull >> 48) & (SHOT_SLOTS - 1);
+        for (size_t probe = 0; probe < SHOT_SLOTS; probe++, i = (i + 1) & (SHOT_SLOTS - 1)) {
+            lull_type_usage *u = &into->slot[i];
+            if (!u->type) {
+                if (into->used == SHOT_SLOTS - 1) {
+                    into->full = true;
+                    break;
+                }
+                u->type = t;
+                into->used++;
+            }
+            if (u->type == t) {
+                u->objects += f->objects;
+                u->bytes += f->bytes;
+                break;
+            }
+        }
+        *f = (lull_type_usage){ 0 };
+        from->used--;
+    }
+    from->used = 0;
+    from->full = false;
+}
+
+/* The marked objects into h, after a mark (world stopped, gc lock held;
+ * tr: the stopper's tracer). */
+static void shot_take(heap_shot *h, lull_tracer *tr)
+{
+    unsigned n = lull_workers_count() + 1;
+    if (!shot_parts_ready()) {      /* no memory for them: the stopper alone, into h */
+        lull_heap_each_marked(false, shot_count, h);
+        return;
+    }
+    shot_g.frontier = lull_frontier();
+    atomic_store_explicit(&shot_g.next_block, 0, memory_order_relaxed);
+    lull_workers_run(shot_job, NULL, tr);
+    for (unsigned i = 0; i < n; i++)
+        shot_add(h, shot_g.part[i]);
+    lull_nursery_each_object(shot_count_marked, h);
+}
+
 static size_t shot_compact(heap_shot *h)
 {
     size_t n = 0;
@@ -297,6 +391,11 @@ int lull_heap_shot(lull_heap_shot_fn fn, void *data)
     if (!h)
         return -ENOMEM;
     lull_gc_lock();
+    if (!shot_parts_ready()) {      /* mapped now rather than in the pause */
+        lull_gc_unlock();
+        lull_os_unreserve(h, sizeof *h);
+        return -ENOMEM;
+    }
     collect_g.shot = h;
     lull_collect_locked(LULL_GEN_MAJOR, "heap shot");
     collect_g.shot = NULL;
@@ -466,9 +565,9 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         if (lull_cfg.verify)
             lull_verify_marked(finish);
         if (collect_g.shot && !finish)
-            lull_heap_each_marked(false, shot_count, collect_g.shot);   /* lull_heap_shot */
+            shot_take(collect_g.shot, &tr);     /* lull_heap_shot */
         if (collect_g.debug_shot) {
-            lull_heap_each_marked(false, shot_count, collect_g.debug_shot);
+            shot_take(collect_g.debug_shot, &tr);
             if (finish)
                 shot_young(collect_g.debug_shot);
         }

@@ -65,8 +65,13 @@ void lull_trace_block_objects(uint32_t bi, bool marked_only, lull_object_fn fn, 
 
 void lull_trace_old_objects(bool refs_only, bool marked_only, lull_object_fn fn, void *ctx)
 {
-    uint32_t frontier = lull_frontier();
-    for (uint32_t i = 0; i < frontier; i++) {
+    lull_trace_old_objects_in(0, lull_frontier(), refs_only, marked_only, fn, ctx);
+}
+
+void lull_trace_old_objects_in(uint32_t lo, uint32_t hi, bool refs_only, bool marked_only, lull_object_fn fn,
+                               void *ctx)
+{
+    for (uint32_t i = lo; i < hi; i++) {
         const lull_block *b = &lull_heap_g.blocks[i];
         if (b->state == LULL_BLOCK_SMALL) {
             if (b->has_refs || !refs_only)

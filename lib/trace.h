@@ -89,6 +89,10 @@ void lull_trace_block_objects(uint32_t bi, bool marked_only, lull_object_fn fn, 
  * object once), in address order; refs_only skips pointer-free blocks and
  * large objects without references. World stopped. */
 void lull_trace_old_objects(bool refs_only, bool marked_only, lull_object_fn fn, void *ctx);
+/* The same, for the blocks [lo, hi) only (a large object is visited by
+ * the call whose range holds its first block). */
+void lull_trace_old_objects_in(uint32_t lo, uint32_t hi, bool refs_only, bool marked_only, lull_object_fn fn,
+                               void *ctx);
 
 /* Call fn(word, ctx) for every aligned word of [lo, hi) whose value lies in
  * the heap's committed range: the one conservative scanning loop (stacks,
