@@ -106,14 +106,14 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  *
  * Incremental update: every reference store marks a card (lull_store).
  * A minor that clears a card while marking ORs it into the union table.
- * Objects that enter the major heap meanwhile are white (not allocated
- * black): one the program allocates is reachable only through roots, which
- * the final pause rescans, or through stores, whose cards the mark
- * rescans; for a copy a minor makes, each old slot the minor points at it
- * goes into the union table (a store into an old object, as far as the
- * mark is concerned). So what the program drops before the final pause is
- * not kept for a cycle (allocating black, the game loop's live size grew
- * from mark to mark: alloc.c). At the final pause every reference from a
+ * Objects that enter the major heap meanwhile are allocated black (the
+ * mark bit set once the header is published): what the allocator places
+ * there, a minor's copies (their old children greyed as the minor scans
+ * them: a memcpy dirties no card), a young large object when it turns
+ * old. So none is traced with the world stopped, and what dies before
+ * the final pause is floating garbage for one cycle (alloc.c; young
+ * large objects keep a per-frame scratch array from holding its frame's
+ * temporaries through that). At the final pause every reference from a
  * marked object to an unmarked old one lies on a dirty card of the union
  * table or the card table, or in a grey object.
  *
