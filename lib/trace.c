@@ -17,7 +17,7 @@
 bool lull_trace_slots_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, lull_visit_fn fn, void *ctx)
 {
     uintptr_t *w = (uintptr_t *)obj;
-    const lull_type *t = lull_header_type(w[0]);
+    const lull_type *t = lull_header_type(__atomic_load_n(&w[0], __ATOMIC_RELAXED));   /* lull_trace_slots */
     if (t->trace)
         return false;
     for (uint64_t r = t->refs; r; r &= r - 1) {

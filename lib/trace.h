@@ -41,7 +41,12 @@ typedef void (*lull_word_fn)(uintptr_t word, void *ctx);
 static inline void lull_trace_slots(uintptr_t obj, lull_visit_fn fn, void *ctx)
 {
     uintptr_t *w = (uintptr_t *)obj;
-    const lull_type *t = lull_header_type(w[0]);
+    /* Atomic: in an evacuating major another marker may meanwhile try a
+     * compare-and-swap on this header (mark.c: evacuate), which fails
+     * once the object is marked but which ThreadSanitizer counts as a
+     * write (stress_exhaustion_w4 under TSan, 4 markers). A plain load
+     * on x86-64 all the same. */
+    const lull_type *t = lull_header_type(__atomic_load_n(&w[0], __ATOMIC_RELAXED));
     if (LULL_UNLIKELY(!t))
         return;
     if (t->trace) {
