@@ -408,6 +408,18 @@ int lull_heap_shot(lull_heap_shot_fn fn, void *data)
     return full ? -ENOMEM : 0;
 }
 
+/* A concurrent mark's final pause that had to finish it (gc lock held):
+ * the share of the objects it scanned that its background job scanned. */
+static double background_share(void)
+{
+    uint64_t by_worker[LULL_MAX_WORKERS], background = 0, total, by_stopper;
+    unsigned nw = lull_mark_background_work(by_worker, LULL_MAX_WORKERS);
+    for (unsigned i = 0; i < nw; i++)
+        background += by_worker[i];
+    lull_mark_last_work(&total, &by_stopper);
+    return total && background < total ? (double)background / (double)total : 1.0;
+}
+
 /* After a synchronous major's mark (handles.h): an object lives if it is
  * marked (the nursery's pinned survivors included), at its copy if the
  * mark evacuated it (mark.h). */
@@ -585,7 +597,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         LULL_PROBE1(sweep_end, live);
         LULL_TL(LULL_TL_SWEEP, t_marked, lull_now_ns() - t_marked, live, 0, 0, NULL);
 
-        lull_policy_after_major(live);
+        lull_policy_after_major(live, finish && synchronous ? background_share() : 1.0);
         collect_g.last_live = live;
     }
     if (!start)

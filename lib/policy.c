@@ -104,15 +104,22 @@ static void average(double *v, double sample)
     *v = policy_g.measured ? (*v + sample) / 2 : sample;
 }
 
-void lull_policy_after_major(uint64_t live_bytes)
+void lull_policy_after_major(uint64_t live_bytes, double done)
 {
-    /* A concurrent major (its initial pause noted the start): measure. */
+    /* A concurrent major (its initial pause noted the start): measure. A
+     * mark the allowance cut short got through only `done` of the live
+     * heap in that time: counted as if it had got through all of it, the
+     * rate was too high, the next mark started too late and was cut short
+     * again (half the game loop's majors were synchronous). */
     if (policy_g.mark_start_ns && policy_g.allocated_since >= policy_g.at_mark_start) {
         double wall = (double)(lull_now_ns() - policy_g.mark_start_ns);
         if (wall < 1)
             wall = 1;
+        if (done < 0.05)
+            done = 0.05;
         average(&policy_g.alloc_rate, (double)(policy_g.allocated_since - policy_g.at_mark_start) / wall);
-        average(&policy_g.mark_rate, (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / wall);
+        average(&policy_g.mark_rate,
+                done * (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / wall);
         policy_g.measured = true;
     }
     policy_g.allocated_since = policy_g.at_mark_start = policy_g.mark_start_ns = 0;

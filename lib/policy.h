@@ -48,7 +48,10 @@ int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **rea
 /* Accounting of the major heap's allowance (gc lock held). */
 void lull_policy_note_allocated(uint64_t bytes);
 void lull_policy_note_unused(uint64_t bytes);
-void lull_policy_after_major(uint64_t live_bytes);
+/* done: the share of a concurrent mark's objects its background job
+ * blackened (1 when it finished on its own; less when the allowance ran
+ * out and the final pause marked the rest with the world stopped). */
+void lull_policy_after_major(uint64_t live_bytes, double done);
 /* A concurrent major's initial pause (gc lock held): pacing measures from here. */
 void lull_policy_note_mark_start(void);
 /* Synchronous majors are allowed and the last major found the heap
