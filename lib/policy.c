@@ -115,11 +115,14 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
         double wall = (double)(lull_now_ns() - policy_g.mark_start_ns);
         if (wall < 1)
             wall = 1;
-        if (done < 0.05)
-            done = 0.05;
+        bool had = policy_g.measured;
         average(&policy_g.alloc_rate, (double)(policy_g.allocated_since - policy_g.at_mark_start) / wall);
-        average(&policy_g.mark_rate,
-                done * (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / wall);
+        /* A mark cut short before its job got through a quarter of the
+         * heap (graph's first, stopped as it began) says too little about
+         * the rate to go on: the last estimate stands, if there is one. */
+        if (done >= 0.25 || !had)
+            average(&policy_g.mark_rate, (done < 0.25 ? 0.25 : done) *
+                                             (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / wall);
         policy_g.measured = true;
     }
     policy_g.allocated_since = policy_g.at_mark_start = policy_g.mark_start_ns = 0;
