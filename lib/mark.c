@@ -1094,9 +1094,9 @@ static void background_job(lull_tracer *tr, void *arg)
                 preclean_tail(tr);
         } else if (leader) {
             background_lead(tr);
-        }
-        else
+        } else {
             background_help(tr, &busy);
+        }
     }
     pthread_mutex_lock(&mark_g.bg_lock);
     hold_chain(lull_tracer_take(tr));
@@ -1148,8 +1148,12 @@ bool lull_mark_resume_background(void)
     if (!lull_marking())
         return false;
     if (lull_workers_can_background()) {
-        mark_g.bg_width = atomic_load(&mark_g.bg_done) ? 1 : lull_workers_background_threads();
-        lull_workers_start_background(background_job, NULL, mark_g.bg_width);
+        /* Once the mark is done, worker 0 alone (preclean_tail); bg_width
+         * stays what the mark ran on (lull_mark_background_work). */
+        bool done = atomic_load(&mark_g.bg_done);
+        if (!done)
+            mark_g.bg_width = lull_workers_background_threads();
+        lull_workers_start_background(background_job, NULL, done ? 1 : mark_g.bg_width);
     }
     return true;
 }
