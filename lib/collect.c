@@ -207,26 +207,31 @@ typedef struct heap_shot {
     bool full;
 } heap_shot;
 
-static void shot_count(uintptr_t obj, void *ctx)
+/* Type t's entry in h, claimed if new; NULL when the table is full. */
+static lull_type_usage *shot_entry(heap_shot *h, const lull_type *t)
 {
-    heap_shot *h = ctx;
-    const lull_type *t = lull_header_type(*(uintptr_t *)obj);
     size_t i = (size_t)(((uintptr_t)t >> 3) * 0x9e3779b97f4a7c15ull >> 48) & (SHOT_SLOTS - 1);
     for (size_t probe = 0; probe < SHOT_SLOTS; probe++, i = (i + 1) & (SHOT_SLOTS - 1)) {
         lull_type_usage *u = &h->slot[i];
         if (!u->type) {
-            if (h->used == SHOT_SLOTS - 1) {
-                h->full = true;
-                return;
-            }
+            if (h->used == SHOT_SLOTS - 1)
+                break;
             u->type = t;
             h->used++;
         }
-        if (u->type == t) {
-            u->objects++;
-            u->bytes += lull_object_footprint(obj);
-            return;
-        }
+        if (u->type == t)
+            return u;
+    }
+    h->full = true;
+    return NULL;
+}
+
+static void shot_count(uintptr_t obj, void *ctx)
+{
+    lull_type_usage *u = shot_entry(ctx, lull_header_type(*(uintptr_t *)obj));
+    if (u) {
+        u->objects++;
+        u->bytes += lull_object_footprint(obj);
     }
 }
 
@@ -282,23 +287,10 @@ static void shot_add(heap_shot *into, heap_shot *from)
         lull_type_usage *f = &from->slot[k];
         if (!f->type)
             continue;
-        const lull_type *t = f->type;
-        size_t i = (size_t)(((uintptr_t)t >> 3) * 0x9e3779b97f4a7c15ull >> 48) & (SHOT_SLOTS - 1);
-        for (size_t probe = 0; probe < SHOT_SLOTS; probe++, i = (i + 1) & (SHOT_SLOTS - 1)) {
-            lull_type_usage *u = &into->slot[i];
-            if (!u->type) {
-                if (into->used == SHOT_SLOTS - 1) {
-                    into->full = true;
-                    break;
-                }
-                u->type = t;
-                into->used++;
-            }
-            if (u->type == t) {
-                u->objects += f->objects;
-                u->bytes += f->bytes;
-                break;
-            }
+        lull_type_usage *u = shot_entry(into, f->type);
+        if (u) {
+            u->objects += f->objects;
+            u->bytes += f->bytes;
         }
         *f = (lull_type_usage){ 0 };
         from->used--;
