@@ -102,14 +102,18 @@ static void *mutator_main(void *arg)
     if (lull_thread_attach() != 0)
         stress_fail("thread %d: lull_thread_attach failed", m->index);
     stress_rng r = stress_rng_for(stress_seed * 1000 + (uint64_t)m->index);
+    /* The root first: a holder is young, and a minor another thread runs
+     * while this one allocates the next holder would free (and reuse) one
+     * that only an unregistered m->holders pointed to (this test failed so,
+     * under load, in about 1 run of 40 with major=stw). */
+    if (lull_root_add_refs((void **)m->holders, HOLDERS) != 0)
+        stress_fail("thread %d: lull_root_add_refs failed", m->index);
     for (int h = 0; h < HOLDERS; h++) {
         struct holder *hd = lull_alloc_array(&holder_type, SLOTS);
         if (!hd)
             stress_fail("thread %d: holder allocation failed", m->index);
         __atomic_store_n(&m->holders[h], hd, __ATOMIC_RELEASE);
     }
-    if (lull_root_add_refs((void **)m->holders, HOLDERS) != 0)
-        stress_fail("thread %d: lull_root_add_refs failed", m->index);
     uint64_t next_id = 1;
     for (int t = 0; t < TOKENS; t++) {
         int h = (int)stress_below(&r, HOLDERS), s = (int)stress_below(&r, SLOTS);
