@@ -1018,6 +1018,8 @@ static void preclean_tail(lull_tracer *tr)
 {
     uint64_t nap = mark_g.last_found > PRECLEAN_ENOUGH ? 0 : TAIL_NAP_MIN_NS;
     tr->share = false;
+    if (!drain_background(tr))      /* what a pause left in `held`, after a minor */
+        return;
     for (;;) {
         if (nap) {
             lull_workers_background_nap(nap);
@@ -1089,9 +1091,7 @@ static void background_job(lull_tracer *tr, void *arg)
             offer_work();
         }
         if (leader && tail) {
-            tr->share = false;
-            if (drain_background(tr))
-                preclean_tail(tr);
+            preclean_tail(tr);
         } else if (leader) {
             background_lead(tr);
         } else {
