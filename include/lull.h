@@ -84,6 +84,16 @@ typedef struct lull_type {
  * errno = ENOMEM when the heap cannot satisfy the request even after a full
  * collection; the heap stays consistent and every live object intact.
  * The calling thread must be attached.
+ *
+ * The object a thread allocated last (in its TLAB, and the last one outside
+ * it: 2-8 KiB, large or pinned) stays alive and in place while that thread
+ * is stopped outside lull, even if no register or stack word points into
+ * it: an optimising compiler may fill a new object through an address it
+ * rebased (base - k, indexed by k + i), and a thread stopped in such a loop
+ * must not find its object freed. So a dropped object may outlive one more
+ * collection if it was its thread's last allocation; a thread that calls
+ * lull_collect itself is inside lull, and its last allocations are then no
+ * roots.
  */
 void  *lull_alloc(const lull_type *type);
 

@@ -147,6 +147,7 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
         if (length)
             p[1] = length;
         publish_major(p, type, tag, bytes > LULL_MAX_SMALL && lull_young_large_at((uintptr_t)p) == (uintptr_t)p);
+        t->last_alloc = (uintptr_t)p;
         lull_thread_count_alloc(t, bytes);
     }
     lull_gc_unlock();
@@ -182,6 +183,7 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
             if (length)
             p[1] = length;
             publish_major(p, type, tag, false);
+            t->last_alloc = (uintptr_t)p;
         }
         lull_exit_critical(t);
         if (LULL_LIKELY(p)) {

@@ -103,9 +103,18 @@ __attribute__((noinline)) static void clear_stack_for_post(void)
     __asm__ __volatile__("" : : "r"(buf) : "memory");
 }
 
+/* The calling thread's in_gc_lock (threads.h), if it is attached. */
+static inline void note_in_gc_lock(int in)
+{
+    lull_thread *self = lull_thread_self;
+    if (self)
+        self->in_gc_lock = in;
+}
+
 void lull_gc_lock(void)
 {
     pthread_once(&collect_g.gc_lock_once, gc_lock_init);
+    note_in_gc_lock(1);
     if (sem_trywait(&collect_g.gc_lock) != 0) {
         atomic_fetch_add_explicit(&gc_lock_waiters, 1, memory_order_relaxed);
         clear_stack_for_wait();      /* about to block: see above */
@@ -127,6 +136,7 @@ bool lull_gc_trylock(void)
     pthread_once(&collect_g.gc_lock_once, gc_lock_init);
     if (sem_trywait(&collect_g.gc_lock) != 0)
         return false;
+    note_in_gc_lock(1);
     LULL_PROBE0(gc_lock_acquired);
     return true;
 }
@@ -150,6 +160,7 @@ void lull_gc_unlock(void)
 {
     LULL_PROBE0(gc_lock_released);
     clear_stack_for_post();
+    note_in_gc_lock(0);
     sem_post(&collect_g.gc_lock);
 }
 

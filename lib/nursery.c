@@ -247,6 +247,7 @@ void lull_nursery_retire_tlab(lull_thread *t)
 bool lull_nursery_refill(lull_thread *t, size_t need)
 {
     lull_nursery_retire_tlab(t);
+    t->last_alloc = 0;   /* the thread has moved on to a TLAB's worth of others (threads.h) */
     while (nursery_g.frag_cur < nursery_g.nfrags) {
         range *f = &nursery_g.frags[nursery_g.frag_cur];
         size_t avail = f->end - f->start;

@@ -112,5 +112,13 @@ void lull_roots_scan_threads(lull_range_fn fn, void *ctx)
         fn(t->stop_sp, t->stack_hi, ctx);
         if (t->alt_hi)
             fn(t->alt_lo, t->alt_hi, ctx);
+        /* Stopped outside lull: its last allocations (threads.h), an
+         * interior address of the last object in its TLAB and the last one
+         * outside it. */
+        if (!t->in_gc_lock) {
+            uintptr_t next = (uintptr_t)t->tlab->next;
+            uintptr_t last[2] = { next ? next - 1 : 0, t->last_alloc };
+            fn((uintptr_t)last, (uintptr_t)(last + 2), ctx);
+        }
     }
 }

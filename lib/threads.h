@@ -37,6 +37,22 @@ typedef struct lull_thread {
     uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
+    /* The last object this thread allocated outside its TLAB (a 2-8 KiB
+     * one, a large one, lull_alloc_pinned), until it next refills its TLAB;
+     * 0 if none. A root, as is the word below the TLAB's allocation
+     * pointer (the last object allocated in it), for a thread stopped
+     * outside lull: one filling a new object may hold no address inside
+     * it, only one the compiler rebased (lull_roots_scan_threads,
+     * tests/disguised.c). Written by this thread (inside a critical region
+     * or under the gc lock), read by the collector with the thread
+     * stopped. */
+    uintptr_t last_alloc;
+    /* Set while this thread holds or waits for the gc lock (collect.c):
+     * it is then inside a call into lull, not between an allocation and
+     * the stores that fill the object, and its last allocations are no
+     * roots (so that a program that drops what it allocated and collects
+     * sees it freed). Written by this thread only. */
+    volatile sig_atomic_t in_gc_lock;
     /* handles (handles.c): per kind, the slot + 1 where this thread's next
      * lull_handle_new looks first; 0 before its first use */
     uint32_t handle_hint[4];

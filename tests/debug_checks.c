@@ -492,6 +492,12 @@ static NOINLINE void make_chain(const char *fmt, bool x_first)
     g_dead = lull_alloc_pinned(&leaf_type);
     CHECK(g_dead != NULL, "lull_alloc_pinned failed");
     lull_store(tail, &tail->x, g_dead);
+    /* Neither X nor the chain's tail may be the last object this thread
+     * allocated (outside its TLAB, and in it): those are roots while the
+     * thread runs outside lull, which may be filling them (threads.h), and
+     * this thread sleeps through the initial pause. A rooted tail would
+     * stay in the nursery, whose references the initial pause greys. */
+    CHECK(lull_alloc_pinned(&leaf_type) != NULL && lull_alloc(&cnode_type) != NULL, "alloc failed");
     if (x_first)
         expect_line(fmt, g_dead, g_dead, g_old, offsetof(struct box, ref));
     else
