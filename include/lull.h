@@ -104,6 +104,21 @@ void  *lull_alloc_array(const lull_type *type, size_t length);
 /* Like lull_alloc, but the object never moves. */
 void  *lull_alloc_pinned(const lull_type *type);
 
+/* Keep `p` where the collector sees it, at this point. Stacks and registers
+ * are scanned conservatively, and an optimising compiler may walk an
+ * object's fields through an address it rebased: for a loop comparing
+ * o->payload[i] with a function of (o->id, i), gcc -O2 and -O3 address
+ * the payload as (o - 248 * id) + 8 * (31 * id + 1 + i), and nothing in the
+ * registers points into the object. A thread stopped inside such a loop
+ * then holds no reference the collector can see: if nothing else refers
+ * to the object it is freed (except the thread's last allocation: see
+ * lull_alloc), and a minor may move it while the loop goes on reading or
+ * writing its old place. lull_keep(o) in the loop's body makes the
+ * compiler hold `o` itself in a register at every iteration. It emits no
+ * instruction. Loops that index an object by a plain counter (o->a[i])
+ * keep an address inside it and need none. */
+#define lull_keep(p) __asm__ __volatile__("" : : "r"(p))
+
 /* The length stored in an array object's header. `array` must be the
  * start of an array object: NULL, a non-heap address or an interior
  * pointer aborts with a message naming the function. */

@@ -366,11 +366,13 @@ static inline void stress_sobj_check(const struct sobj *o, uint64_t expect_id, c
     if (o->sum != stress_sum(o->id, len))
         stress_fail("%s: object 0x%" PRIx64 " field sum: expected 0x%" PRIx64 ", found 0x%" PRIx64
                     " (length %zu)", where, expect_id, stress_sum(o->id, len), o->sum, len);
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len; i++) {
+        lull_keep(o);   /* the compiler rebases `o` in this loop otherwise (lull.h) */
         if (o->payload[i] != stress_payload(o->id, i))
             stress_fail("%s: object 0x%" PRIx64 " (%p, length %zu) payload[%zu]: expected 0x%" PRIx64
                         ", found 0x%" PRIx64, where, expect_id, (const void *)o, len, i,
                         stress_payload(o->id, i), o->payload[i]);
+    }
 }
 
 /* The same checks without a report: 1 if `o` is the intact object
@@ -382,9 +384,11 @@ static inline int stress_sobj_ok(const struct sobj *o, uint64_t expect_id)
     size_t len = o->a.length;
     if (o->sum != stress_sum(expect_id, len))
         return 0;
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = 0; i < len; i++) {
+        lull_keep(o);   /* the compiler rebases `o` in this loop otherwise (lull.h) */
         if (o->payload[i] != stress_payload(expect_id, i))
             return 0;
+    }
     return 1;
 }
 
