@@ -140,9 +140,6 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
     } else if (!strcmp(key, "concurrent-sweep")) {
         if (parse_bool(val, &c->concurrent_sweep))
             return bad(source, key, val, "expected yes or no");
-    } else if (!strcmp(key, "clean-cards")) {
-        if (parse_bool(val, &c->clean_cards))
-            return bad(source, key, val, "expected yes or no");
     } else if (!strcmp(key, "allow-synchronous-major")) {
         if (parse_bool(val, &c->allow_synchronous_major))
             return bad(source, key, val, "expected yes or no");
@@ -271,7 +268,6 @@ int lull_config_parse(lull_config *c, const char *params)
         .major = LULL_MAJOR_CONCURRENT,
         .mark_workers = default_workers(),
         .concurrent_sweep = true,
-        .clean_cards = true,
         .allow_synchronous_major = true,
         .pause_target_ns = LULL_DEFAULT_PAUSE_TARGET_NS,
         .finalizers = LULL_FINALIZERS_AUTO,

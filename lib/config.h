@@ -24,7 +24,6 @@ typedef struct lull_config {
 enum lull_major_mode major;
     unsigned mark_workers;
     bool concurrent_sweep;
-    bool clean_cards;             /* worker 0 cleans dirty cards between minors (nursery.h) */
     bool allow_synchronous_major;
     uint64_t pause_target_ns;     /* what minors aim at (policy.c sizes the nursery) */
     enum lull_finalizer_mode finalizers;

@@ -172,17 +172,6 @@ static inline lull_block *lull_block_of(uintptr_t a)
 #define LULL_CARD_YOUNG  2
 /* Re-mark a card for the minors without hiding a store from the mark: a
  * CARD_STORED card stays so. */
-/* Is any of a block's cards (in the card table or the union table) set?
- * Whole words, read atomically: mutators mark cards meanwhile. */
-static inline bool lull_block_cards_any(const uint8_t *cards)
-{
-    const uint64_t *w = (const uint64_t *)cards;
-    uint64_t any = 0;
-    for (size_t k = 0; k < (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT) / 8; k++)
-        any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
-    return any != 0;
-}
-
 static inline void lull_card_set_young(uint8_t *card)
 {
     uint8_t clean = LULL_CARD_CLEAN;

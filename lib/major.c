@@ -35,7 +35,6 @@
 #include "collect.h"
 #include "policy.h"
 #include "heap.h"
-#include "nursery.h"
 #include "probes.h"
 #include "timeline.h"
 #include "util.h"
@@ -442,26 +441,18 @@ uint64_t lull_major_prepared_blocks(void)
  * pending it gives long-empty blocks back to the OS (madvise outside any
  * pause), then prepares blocks for promotion (prepare_block). */
 #define SWEEP_BATCH 8
-/* Beside the preparing, and then until the next pause, it cleans cards
- * for the minors (nursery.h): CLEAN_BATCH dirty cards per hold of the gc lock (about
- * 0.1 ms), passes over the heap back to back while each cleans a batch's
- * worth, else one after a nap that doubles from 1 ms to 64 ms. */
-#define CLEAN_BATCH   1024u
-#define CLEAN_NAP_MIN 1000000ull
-#define CLEAN_NAP_MAX 64000000ull
 static void sweep_job(lull_tracer *tr, void *arg)
 {
     (void)tr;
     (void)arg;
-    uint64_t swept = 0, t0 = lull_now_ns(), nap = CLEAN_NAP_MIN;
+    uint64_t swept = 0, t0 = lull_now_ns();
     LULL_PROBE0(bg_sweep_begin);
     while (!lull_workers_background_stopping()) {
         if (!lull_gc_trylock_after_waiters()) {
             usleep(50);
             continue;
         }
-        bool more = true, prepared = true, passed = false;
-        uint64_t cleaned = 0;
+        bool more = true, prepared = true;
         for (int k = 0; k < SWEEP_BATCH && more; k++)
             if ((more = sweep_one()))
                 major_g.swept_background++, swept++;
@@ -471,19 +462,9 @@ static void sweep_job(lull_tracer *tr, void *arg)
             for (int k = 0; k < SWEEP_BATCH && prepared; k++)
                 prepared = prepare_block();
         }
-        bool cleaning = !more && lull_cfg.clean_cards;
-        if (cleaning)
-            passed = lull_nursery_clean_cards(CLEAN_BATCH, &cleaned);
         lull_gc_unlock();
-        if (!more && !prepared && !cleaning)
+        if (!more && !prepared)
             break;
-        if (passed && !prepared) {
-            /* Passes back to back while they find work; otherwise after
-             * naps that double, woken by a stop (the next pause). */
-            nap = cleaned >= CLEAN_BATCH ? CLEAN_NAP_MIN : nap * 2 < CLEAN_NAP_MAX ? nap * 2 : CLEAN_NAP_MAX;
-            if (nap > CLEAN_NAP_MIN)
-                lull_workers_background_nap(nap);
-        }
     }
     LULL_PROBE1(bg_sweep_end, swept);
     LULL_TL(LULL_TL_BG_SWEEP, t0, lull_now_ns() - t0, swept, 0, 0, NULL);
@@ -492,8 +473,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
 void lull_major_resume_sweep(void)
 {
     bool short_of_blocks = empty_bytes() < lull_policy_block_reserve();
-    if ((major_g.npending || short_of_blocks || lull_cfg.clean_cards) && lull_cfg.concurrent_sweep &&
-        lull_workers_can_background())
+    if ((major_g.npending || short_of_blocks) && lull_cfg.concurrent_sweep && lull_workers_can_background())
         lull_workers_start_background(sweep_job, NULL, 1);
 }
 

@@ -601,6 +601,15 @@ static void pipe_flush(lull_tracer *tr, card_pipe *p)
         rescan_card(tr, p->bi[p->head], p->c[p->head]);
 }
 
+static bool block_has_bytes(const uint8_t *cards)
+{
+    const uint64_t *w = (const uint64_t *)cards;
+    uint64_t any = 0;
+    for (size_t k = 0; k < CARDS_PER_BLOCK / 8; k++)
+        any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
+    return any != 0;
+}
+
 /* The final pause's cards, on every marker (mark_job) or on the stopper
  * alone, claimed FINAL_CHUNK blocks at a time: each card dirty in the union
  * table (cleared) or stored to in the live table since the preclean last
@@ -626,8 +635,8 @@ static void final_cards_part(lull_tracer *tr)
                 continue;       /* the nursery's objects are roots here (final_young_part) */
             uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
             const uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
-            bool in_union = lull_block_cards_any(uc);
-            if (!in_union && !lull_block_cards_any(bc))
+            bool in_union = block_has_bytes(uc);
+            if (!in_union && !block_has_bytes(bc))
                 continue;
             for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
                 if (!uc[c] && __atomic_load_n(&bc[c], __ATOMIC_RELAXED) != LULL_CARD_STORED)
@@ -729,8 +738,8 @@ static bool preclean_step(lull_tracer *tr)
             if (bi >= nursery_lo && bi < nursery_hi)
                 continue;
             uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK, *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
-            bool in_union = lull_block_cards_any(uc);
-            if (!in_union && !lull_block_cards_any(bc))
+            bool in_union = block_has_bytes(uc);
+            if (!in_union && !block_has_bytes(bc))
                 continue;
             for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
                 bool dirty = false;

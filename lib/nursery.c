@@ -151,12 +151,6 @@ static struct {
     pthread_mutex_t promo_lock;   /* lull_major_refill while tracers copy */
     bool parallel;                /* this minor's copying runs on several tracers */
     uint32_t epoch;               /* this minor's number (never 0): block minor_seen */
-
-    /* Cleaning cards between minors (lull_nursery_clean_cards, gc lock):
-     * the block the pass goes on from, what it cleaned so far, and what
-     * every pass since the last minor cleaned (for the log). */
-    uint32_t clean_next;
-    uint64_t clean_pass, cleaned, cleaned_last;
 } nursery_g = { .promo_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Side tables like the heap's own: reserved at init, committed by the
@@ -819,6 +813,14 @@ static void drain_local(lull_tracer *tr, void *arg)
 #define CARDS_PER_BLOCK (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
 #define CARD_CHUNK      16u     /* work-list blocks a tracer claims at once */
 
+static bool block_cards_clean(const uint8_t *c)
+{
+    const uint64_t *w = (const uint64_t *)c;
+    for (size_t i = 0; i < CARDS_PER_BLOCK / 8; i++)
+        if (w[i])
+            return false;
+    return true;
+}
 
 /* The live objects of SMALL block bi (size class cls) that overlap
  * [lo, hi). A slot whose word 0 is zero is free, or a copy another tracer
@@ -854,7 +856,7 @@ static void list_card_work(void)
     size_t n = 0;
     for (uint32_t bi = 0; bi < frontier; bi++) {
         uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
-        if (!lull_block_cards_any(bc))
+        if (block_cards_clean(bc))
             continue;
         lull_block *b = &lull_heap_g.blocks[bi];
         if (b->state == LULL_BLOCK_SMALL && b->has_refs) {
@@ -940,101 +942,6 @@ static void scan_cards(minor_tracer *mt)
     }
     for (; qn; qn--, qh = (qh + 1) % PREFETCH_AHEAD)
         scan_card(mt, q[qh].w, q[qh].c, marking);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Cleaning cards between minors                                            */
-/* ------------------------------------------------------------------------ */
-
-/* A slot that keeps its card dirty for the minors: it points into the
- * nursery, or at a young large object (forward_old_slot). */
-static void note_young(void **slotp, void *ctx)
-{
-    uintptr_t v = __atomic_load_n((uintptr_t *)slotp, __ATOMIC_ACQUIRE);
-    if (lull_in_nursery(v) || lull_young_large_at(v))
-        *(bool *)ctx = true;
-}
-
-/* Does a slot of an object on card [lo, hi) of old block bi point young
- * (or can that not be told cheaply)? Small objects are read whole, as
- * scan_small_card reads them; a free
- * slot (word 0 zero) has none. The header is read with acquire: the
- * allocation that published it (release) had zeroed the body. */
-static bool card_points_young(const lull_block *b, uint32_t bi, uintptr_t lo, uintptr_t hi)
-{
-    bool young = false;
-    if (b->state == LULL_BLOCK_SMALL) {
-        uint32_t s0, s1, sz = lull_class_size[b->size_class];
-        if (!lull_block_slots_in(bi, b->size_class, lo, hi, &s0, &s1))
-            return false;
-        uintptr_t base = lull_block_addr(bi);
-        for (uint32_t s = s0; s <= s1 && !young; s++) {
-            uintptr_t obj = base + (uintptr_t)s * sz;
-            if (__atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE))
-                lull_trace_slots(obj, note_young, &young);
-        }
-        return young;
-    }
-    /* A large object whose type has a trace function can only be read
-     * whole: its cards stay for the minor, which reads it once. */
-    uintptr_t obj = lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
-    return !lull_trace_slots_in(obj, lo, hi, note_young, &young) || young;
-}
-
-/* Is block bi one whose dirty cards a minor scans (list_card_work)? */
-static bool cards_scanned_by_minor(const lull_block *b, uint32_t bi)
-{
-    if (b->state == LULL_BLOCK_SMALL)
-        return b->has_refs;
-    if (b->state != LULL_BLOCK_LARGE_HEAD && b->state != LULL_BLOCK_LARGE_TAIL)
-        return false;
-    uintptr_t obj = lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
-    return !lull_young_large_at(obj) && lull_type_has_refs(lull_header_type(*(uintptr_t *)obj));
-}
-
-bool lull_nursery_clean_cards(unsigned budget, uint64_t *pass_cleaned)
-{
-    LULL_ASSERT(!lull_marking());
-    uint8_t *cards = lull_heap_g.cards;
-    uint32_t frontier = lull_frontier(), bi = nursery_g.clean_next;
-    unsigned blocks = 0;
-    for (; bi < frontier && budget; bi++) {
-        if (++blocks % 4096 == 0)
-            budget--;                 /* a clean table costs too, a little */
-        uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
-        if (!lull_block_cards_any(bc))
-            continue;
-        const lull_block *b = &lull_heap_g.blocks[bi];
-        if (!cards_scanned_by_minor(b, bi))
-            continue;                 /* list_card_work clears them */
-        uintptr_t base = lull_block_addr(bi);
-        for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-            if (!__atomic_load_n(&bc[c], __ATOMIC_RELAXED))
-                continue;
-            budget -= budget > 0;
-            uint8_t v = __atomic_exchange_n(&bc[c], 0, __ATOMIC_SEQ_CST);
-            if (!v)
-                continue;
-            uintptr_t lo = base + (c << LULL_CARD_SHIFT);
-            if (card_points_young(b, bi, lo, lo + ((uintptr_t)1 << LULL_CARD_SHIFT)))
-                __atomic_fetch_or(&bc[c], v, __ATOMIC_RELAXED);
-            else
-                nursery_g.clean_pass++;
-        }
-    }
-    nursery_g.clean_next = bi;
-    if (bi < frontier)
-        return false;
-    *pass_cleaned = nursery_g.clean_pass;
-    nursery_g.cleaned += nursery_g.clean_pass;
-    nursery_g.clean_pass = 0;
-    nursery_g.clean_next = 0;
-    return true;
-}
-
-uint64_t lull_nursery_cards_cleaned(void)
-{
-    return nursery_g.cleaned_last;
 }
 
 /* One tracer's part of the copying phase: cards, then the shared drain. */
@@ -1269,11 +1176,6 @@ uint64_t lull_nursery_collect(bool may_age)
             lull_heap_g.blocks[i].minor_seen = 0;
         nursery_g.epoch = 1;      /* descriptors start at 0 */
     }
-
-    /* The card cleaning's next pass starts over (nursery.h). */
-    nursery_g.clean_next = 0;
-    nursery_g.cleaned_last = nursery_g.cleaned + nursery_g.clean_pass;
-    nursery_g.clean_pass = nursery_g.cleaned = 0;
 
     /* The used part of every active TLAB is what its thread allocated. */
     lull_nursery_sync_tlabs();

@@ -114,25 +114,6 @@ uint64_t lull_nursery_large_freed(void);
 uint64_t lull_nursery_trace_ns(void);
 /* The dirty cards the last minor scanned (for the log). */
 uint64_t lull_nursery_cards_scanned(void);
-
-/* Cleaning cards between minors (the background sweep's job calls it once
- * nothing is left to sweep: major.c; gc lock held, world running, no
- * concurrent mark). A dirty card of an old object that no longer points
- * into the nursery costs the next minor a scan of its objects for
- * nothing: setting the edges of graph's live graph dirtied 374,000 cards
- * between two minors, and the minor after took 43 ms. Each dirty card of
- * a block a minor would scan is cleared with an exchange first, then its
- * objects' slots are read, and the card is set again (to what it was) if
- * one points into the nursery or at a young large object. A store racing
- * with it either lands before the exchange (lull_store writes the slot
- * before the card, so the read sees it) or marks the card after it. Not
- * while a concurrent mark runs: a card's STORED value is the mark's too
- * (mark.h). Cleans about `budget` dirty cards from where the last call
- * stopped; true once a pass over the whole heap is done, with the cards
- * that pass cleaned in *pass_cleaned. A minor starts the pass over. */
-bool lull_nursery_clean_cards(unsigned budget, uint64_t *pass_cleaned);
-/* The cards cleaned between the last minor and the one before (the log). */
-uint64_t lull_nursery_cards_cleaned(void);
 size_t   lull_nursery_size(void);
 void     lull_nursery_resize(size_t bytes);
 
