@@ -165,7 +165,12 @@ int main(void)
     CHECK(nminor >= 40, "only %zu minors recorded", nminor);
     if (!SANITIZED)
         CHECK(median <= 2 * 1000000, "median minor %.3f ms, more than twice the 1 ms target", median / 1e6);
-    CHECK(c.nursery_bytes < CEILING, "the nursery stayed at 8 MiB although half survives and the target is 1 ms");
+    /* Shrunk, unless the minors of the full nursery met the target: on a
+     * fast, quiet machine they did (median 0.969 ms at 8 MiB in one CI
+     * run), and then there was nothing to shrink for. */
+    CHECK(c.nursery_bytes < CEILING || median <= 1000000,
+          "the nursery stayed at 8 MiB although its minors took %.3f ms (median) against a 1 ms target",
+          median / 1e6);
 
     /* D: a new target applies at once: at the smallest one the nursery
      * shrinks before the next minor. */
