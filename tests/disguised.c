@@ -7,7 +7,7 @@
  *
  *     for (i = 0; i < len; i++) o->payload[i] = stress_payload(id, i);
  *
- * and gcc -O2 compiled the loop's store as 0x38(%rsi,%rcx,8) with
+ * and gcc (-O2 and -O3) compiled the loop's store as 0x38(%rsi,%rcx,8) with
  * rsi = o - 248 * id and rcx = 31 * id + 1 + i: no register held an
  * address inside the object. A thread stopped in that loop left the object
  * unpinned: the minor freed it, another thread's TLAB was cut from its
