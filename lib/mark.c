@@ -237,7 +237,15 @@ static uintptr_t evacuate(lull_tracer *tr, uintptr_t v, const lull_block *b)
             continue;
         }
         size_t size = lull_object_size(v, lull_header_type(h));
-        memcpy((void *)(c + sizeof(uintptr_t)), (const void *)(v + sizeof(uintptr_t)), size - sizeof(uintptr_t));
+        /* Word by word, each read atomic: a marker that claimed v in place
+         * meanwhile (no slot for it: PINNED, below) may already scan it and
+         * update its slots, and this copy is then given back (ThreadSanitizer
+         * saw that race in stress_exhaustion_w4 with memcpy). The last word
+         * may run past the object, never past its slot. */
+        const uintptr_t *from = (const uintptr_t *)v;
+        uintptr_t *to = (uintptr_t *)c;
+        for (size_t w = 1, n = (size + sizeof(uintptr_t) - 1) / sizeof(uintptr_t); w < n; w++)
+            to[w] = __atomic_load_n(&from[w], __ATOMIC_RELAXED);
         __atomic_store_n((uintptr_t *)c, h, __ATOMIC_RELAXED);
         if (!__atomic_compare_exchange_n(hp, &h, c | LULL_HDR_FORWARDED, false, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE)) {
