@@ -190,6 +190,8 @@ struct lull__barrier_state {
     uintptr_t heap_start;   /* first address of the heap's range */
     uintptr_t heap_size;    /* bytes in the range; 0 before lull_init */
     uint8_t  *cards;        /* one byte per 512-byte card of the range */
+    uintptr_t young_start, young_size;  /* the nursery's range; every address while a concurrent mark runs */
+    uintptr_t large_start, large_end;   /* a range holding every young large object (empty: none) */
 };
 extern struct lull__barrier_state lull__barrier;
 #define LULL__CARD_SHIFT 9
@@ -201,20 +203,34 @@ void lull__store_outside_heap(void *obj, void *slot, void *value);
  * thread that loads the slot with acquire ordering sees the target's
  * initialised contents.
  *
+ * The store is recorded (its 512-byte card marked) when the collector needs
+ * it: when `value` is young (in the nursery, or a young large object: the
+ * minors' remembered set), and while a concurrent mark runs (it rescans
+ * what was stored behind it). An old-to-old store outside a mark marks
+ * nothing, so that the next minor does not scan that card for nothing.
+ *
  * Order matters: the card is marked after the store, and `value` is kept in
  * a register until the card is marked, so a thread stopped between the two
- * instructions still holds `value` where the conservative scan sees it.
+ * instructions still holds `value` where the conservative scan sees it. The
+ * state is read after the store (a compiler fence; threads are stopped by
+ * signals, at instruction boundaries): a thread stopped between the two by
+ * the pause that starts a mark stored before the mark began, which the
+ * mark then sees in the heap.
  */
 static inline void lull_store(void *obj, void *slot, void *value)
 {
-    uintptr_t off = (uintptr_t)slot - lull__barrier.heap_start;
+    uintptr_t off = (uintptr_t)slot - lull__barrier.heap_start, v = (uintptr_t)value;
     (void)obj;
     if (__builtin_expect(off >= lull__barrier.heap_size, 0)) {
         lull__store_outside_heap(obj, slot, value);
         return;
     }
     __atomic_store_n((void **)slot, value, __ATOMIC_RELEASE);
-    __atomic_store_n(lull__barrier.cards + (off >> LULL__CARD_SHIFT), (uint8_t)1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uintptr_t ls = __atomic_load_n(&lull__barrier.large_start, __ATOMIC_RELAXED);
+    if (v - lull__barrier.young_start < lull__barrier.young_size ||
+        v - ls < __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls)
+        __atomic_store_n(lull__barrier.cards + (off >> LULL__CARD_SHIFT), (uint8_t)1, __ATOMIC_RELAXED);
     __asm__ __volatile__("" : : "r"(value));
 }
 

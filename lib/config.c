@@ -140,6 +140,11 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
     } else if (!strcmp(key, "concurrent-sweep")) {
         if (parse_bool(val, &c->concurrent_sweep))
             return bad(source, key, val, "expected yes or no");
+    } else if (!strcmp(key, "card-filter")) {
+        bool on;
+        if (parse_bool(val, &on))
+            return bad(source, key, val, "expected yes or no");
+        c->card_every_store = !on;
     } else if (!strcmp(key, "allow-synchronous-major")) {
         if (parse_bool(val, &c->allow_synchronous_major))
             return bad(source, key, val, "expected yes or no");

@@ -24,6 +24,7 @@ typedef struct lull_config {
 enum lull_major_mode major;
     unsigned mark_workers;
     bool concurrent_sweep;
+    bool card_every_store;        /* card-filter=no: every store marks its card, mark or no mark */
     bool allow_synchronous_major;
     uint64_t pause_target_ns;     /* what minors aim at (policy.c sizes the nursery) */
     enum lull_finalizer_mode finalizers;

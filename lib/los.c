@@ -28,12 +28,28 @@ static struct {
  * descriptor lookup. Written under the gc lock, read by a minor's tracers. */
 uintptr_t lull_los_young_lo, lull_los_young_hi;
 
+/* The same range for the write barrier (lull.h), which reads it without
+ * the lock. Between minors it only grows (a minor rebuilds it with the
+ * world stopped): its start is lowered or its end raised, a store each,
+ * so a barrier that reads one bound old and one new still gets a range
+ * that holds every young large object but the newest; and the thread that
+ * stores the newest got its address from the one that allocated it, which
+ * wrote both bounds first (x86-64 keeps stores in order). From empty
+ * (0, 0) a half-read range is [lo, 0) (unsigned: every address) or
+ * [0, hi): more cards, never fewer. */
+static void publish_young(void)
+{
+    __atomic_store_n(&lull__barrier.large_start, lull_los_young_lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&lull__barrier.large_end, lull_los_young_hi, __ATOMIC_RELAXED);
+}
+
 void lull_los_init(void)
 {
     los_g.young_head = LULL_NO_BLOCK;
     los_g.nyoung = 0;
     los_g.young_new_bytes = 0;
     lull_los_young_lo = lull_los_young_hi = 0;
+    publish_young();
 }
 
 uint64_t lull_los_young_bytes(void)
@@ -54,6 +70,7 @@ static void young_add(uint32_t idx, uint32_t seen)
         lull_los_young_lo = obj;
     if (obj + b->large_size > lull_los_young_hi)
         lull_los_young_hi = obj + b->large_size;
+    publish_young();
 }
 
 void *lull_los_alloc(size_t bytes)
@@ -171,5 +188,6 @@ uint64_t lull_los_end_minor(bool may_age)
         }
         i = next;
     }
+    publish_young();    /* the empty range if none stays young */
     return freed;
 }

@@ -80,6 +80,26 @@ static struct {
 
 bool lull_marking_g;
 
+/* A concurrent mark begins or ends (a pause, or lull_init and
+ * lull_shutdown): the write barrier marks a card for every store while
+ * one runs (and always with card-filter=no), else only for stores of
+ * young references (lull.h): its "young" range is the whole address space
+ * or the nursery's. Written with the world stopped, or before any thread
+ * stores. */
+static void lull_mark_set_marking(bool on)
+{
+    __atomic_store_n(&lull_marking_g, on, __ATOMIC_RELAXED);
+    bool all = on || lull_cfg.card_every_store;
+    __atomic_store_n(&lull__barrier.young_start, all ? 0 : lull_nursery_start, __ATOMIC_RELAXED);
+    __atomic_store_n(&lull__barrier.young_size, all ? UINTPTR_MAX : lull_nursery_end - lull_nursery_start,
+                     __ATOMIC_RELAXED);
+}
+
+void lull_mark_barrier_init(void)
+{
+    lull_mark_set_marking(lull_marking());
+}
+
 void lull_mark_init(unsigned long stack_limit_entries)
 {
     lull_trace_init(stack_limit_entries);
@@ -88,7 +108,7 @@ void lull_mark_init(unsigned long stack_limit_entries)
     mark_g.shadow_bytes = 0;
     mark_g.held = NULL;
     mark_g.ignore_nursery = mark_g.atomic_marks = false;
-    __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
+    lull_mark_set_marking(false);
     if (lull_cfg.verify_parallel || lull_cfg.verify_concurrent || lull_cfg.check_mod_union) {
         /* Reserved, committed by the kernel as touched: only the bitmap
          * words below the frontier are ever copied. */
@@ -1182,7 +1202,7 @@ static void background_job(lull_tracer *tr, void *arg)
 void lull_mark_begin_concurrent(void)
 {
     lull_mark_assert_all_clear();
-    __atomic_store_n(&lull_marking_g, true, __ATOMIC_RELAXED);
+    lull_mark_set_marking(true);
     mark_g.ignore_nursery = true;
     mark_g.atomic_marks = true;
     mark_g.plant = false;
@@ -1279,7 +1299,7 @@ void lull_mark_finish(lull_tracer *tr)
         lull_mark_verify_parallel_check(tr);
     if (lull_cfg.verify_concurrent)
         verify_concurrent(tr);
-    __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
+    lull_mark_set_marking(false);
 }
 
 uint64_t lull_mark_deferred_young_bytes(void)
@@ -1305,7 +1325,7 @@ void lull_mark_abandon(void)
     lull_trace_release_chain(mark_g.held);
     mark_g.held = NULL;
     mark_g.ignore_nursery = mark_g.atomic_marks = false;
-    __atomic_store_n(&lull_marking_g, false, __ATOMIC_RELAXED);
+    lull_mark_set_marking(false);
 }
 
 unsigned lull_mark_background_work(uint64_t *by_worker, unsigned n)

@@ -39,15 +39,15 @@ int main(void)
 
     lull_config d = parse_ok(NULL);
     UCHECK(d.nursery_size == 4u << 20 && d.max_heap_size == 0 && d.major == LULL_MAJOR_CONCURRENT &&
-           d.mark_workers >= 1 && d.mark_workers <= 8 && d.concurrent_sweep && d.allow_synchronous_major &&
+           d.mark_workers >= 1 && d.mark_workers <= 8 && d.concurrent_sweep && !d.card_every_store && d.allow_synchronous_major &&
            d.finalizers == LULL_FINALIZERS_AUTO && d.suspend_signal == SIGPWR && d.restart_signal == SIGXCPU,
            "defaults");
     parse_ok("");
     lull_config c = parse_ok("nursery-size=1m, max-heap-size=64m,major=stw,mark-workers=3,"
-                             "concurrent-sweep=no,allow-synchronous-major=no,finalizers=manual,"
+                             "concurrent-sweep=no,card-filter=no,allow-synchronous-major=no,finalizers=manual,"
                              "suspend-signal=10,restart-signal=12");
     UCHECK(c.nursery_size == 1u << 20 && c.max_heap_size == 64u << 20 && c.major == LULL_MAJOR_STW &&
-           c.mark_workers == 3 && !c.concurrent_sweep && !c.allow_synchronous_major &&
+           c.mark_workers == 3 && !c.concurrent_sweep && c.card_every_store && !c.allow_synchronous_major &&
            c.finalizers == LULL_FINALIZERS_MANUAL && c.suspend_signal == 10 && c.restart_signal == 12,
            "all keys");
 
@@ -55,7 +55,7 @@ int main(void)
         "bogus=1", "nursery-size", "nursery-size=3m", "nursery-size=32k", "nursery-size=2g",
         "nursery-size=x", "max-heap-size=100k", "max-heap-size=0", "max-heap-size=1m1",
         "major=incremental", "mark-workers=0", "mark-workers=65", "mark-workers=-1",
-        "concurrent-sweep=maybe", "allow-synchronous-major=", "finalizers=never",
+        "concurrent-sweep=maybe", "card-filter=always", "allow-synchronous-major=", "finalizers=never",
         "suspend-signal=9", "suspend-signal=11", "restart-signal=0", "restart-signal=999",
         "suspend-signal=10,restart-signal=10", "=4m", "major=stw,,oops",
     };

@@ -1,0 +1,132 @@
+/* The write barrier's card filter (lull.h: lull_store). Outside a
+ * concurrent mark a store marks its card only when the stored reference is
+ * young: into the nursery, or to a young large object, which a minor must
+ * find from the old slots that hold it or free it. An old-to-old store
+ * leaves the card clean, so that the next minor does not scan it for
+ * nothing. While a concurrent mark runs every store marks its card (the
+ * mark rescans what was stored behind it), and with card-filter=no every
+ * store always does. Each case reads the card table itself; the young
+ * large object must also survive a minor that only the old slot keeps it
+ * through. */
+#include <stdint.h>
+#include <string.h>
+
+#include "collect.h"
+#include "heap.h"
+#include "lull.h"
+#include "mark.h"
+#include "nursery.h"
+#include "unit.h"
+
+struct node {
+    lull_header h;
+    struct node *ref;
+    uint64_t v;
+};
+static const lull_type node_type = { .name = "node", .size = sizeof(struct node),
+                                     .refs = LULL_REF(struct node, ref) };
+
+#define BIG 8192   /* 64 KiB of slots: a large object, young when new */
+struct big {
+    lull_header h;
+    uint64_t v[BIG];
+};
+static const lull_type big_type = { .name = "big", .size = sizeof(struct big) };
+
+static void *roots[2];
+
+static uint8_t card_of(void *slot)
+{
+    return __atomic_load_n(&lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT],
+                           __ATOMIC_RELAXED);
+}
+
+/* Two old objects (lull_alloc_pinned allocates in the major heap: a
+ * minor would leave one in the nursery that a stale stack word pins), and
+ * a's card clean. */
+static void make_old(struct node **a, struct node **b)
+{
+    roots[0] = lull_alloc_pinned(&node_type);
+    roots[1] = lull_alloc_pinned(&node_type);
+    UCHECK(roots[0] && roots[1], "alloc");
+    lull_collect(LULL_GEN_NURSERY);
+    *a = roots[0];
+    *b = roots[1];
+    UCHECK(!lull_in_nursery((uintptr_t)*a) && !lull_in_nursery((uintptr_t)*b), "old");
+    UCHECK(card_of(&(*a)->ref) == 0, "a's card is clean");
+}
+
+static void filtered(void)
+{
+    UCHECK(lull_init("major=concurrent") == 0, "init");
+    UCHECK(lull_root_add_refs(roots, 2) == 0, "roots");
+    struct node *a, *b;
+    make_old(&a, &b);
+
+    /* Old to old, no mark: nothing to record. */
+    lull_store(a, &a->ref, b);
+    UCHECK(card_of(&a->ref) == 0, "an old-to-old store outside a mark left its card clean");
+
+    /* Old to nursery: the minors' remembered set. */
+    struct node *n = lull_alloc(&node_type);
+    UCHECK(n && lull_in_nursery((uintptr_t)n), "a nursery object");
+    lull_store(a, &a->ref, n);
+    UCHECK(card_of(&a->ref) != 0, "an old-to-nursery store marked its card");
+    lull_store(a, &a->ref, NULL);
+    n = NULL;
+    lull_collect(LULL_GEN_NURSERY);
+    UCHECK(card_of(&a->ref) == 0, "the minor cleaned the card");
+
+    /* Old to a young large object: only this slot keeps it through the
+     * next minor. */
+    struct big *big = lull_alloc(&big_type);
+    UCHECK(big && lull_young_large_at((uintptr_t)big) == (uintptr_t)big, "a young large object");
+    for (size_t i = 0; i < BIG; i++)
+        big->v[i] = i * 7 + 1;
+    lull_store(a, &a->ref, (struct node *)big);
+    UCHECK(card_of(&a->ref) != 0, "an old-to-young-large store marked its card");
+    big = NULL;
+    lull_collect(LULL_GEN_NURSERY);
+    struct big *kept = (struct big *)a->ref;
+    UCHECK(lull_type_of(kept) == &big_type, "the young large object survived the minor");
+    for (size_t i = 0; i < BIG; i++)
+        UCHECK(kept->v[i] == i * 7 + 1, "its contents are intact (word %zu)", i);
+    lull_store(a, &a->ref, NULL);
+    lull_collect(LULL_GEN_NURSERY);
+    lull_collect(LULL_GEN_NURSERY);
+    UCHECK(card_of(&a->ref) == 0, "clean again");
+
+    /* While a concurrent mark runs, every store is recorded. */
+    lull_gc_lock();
+    lull_collect_locked(LULL_COLLECT_MAJOR_START, "unit");
+    lull_gc_unlock();
+    UCHECK(lull_marking(), "a concurrent mark runs");
+    lull_store(a, &a->ref, b);
+    UCHECK(card_of(&a->ref) != 0, "an old-to-old store during a mark marked its card");
+    lull_collect(LULL_GEN_MAJOR);
+    UCHECK(!lull_marking(), "the mark ended");
+    lull_collect(LULL_GEN_NURSERY);
+    UCHECK(card_of(&a->ref) == 0, "the minor cleaned the card");
+    lull_store(a, &a->ref, NULL);
+    UCHECK(card_of(&a->ref) == 0, "after the mark, old-to-old stores are filtered again");
+    lull_shutdown();
+}
+
+static void unfiltered(void)
+{
+    UCHECK(lull_init("major=concurrent,card-filter=no") == 0, "init");
+    UCHECK(lull_root_add_refs(roots, 2) == 0, "roots");
+    struct node *a, *b;
+    make_old(&a, &b);
+    lull_store(a, &a->ref, b);
+    UCHECK(card_of(&a->ref) != 0, "with card-filter=no an old-to-old store marked its card");
+    lull_shutdown();
+}
+
+int main(void)
+{
+    filtered();
+    unfiltered();
+    printf("unit_card_filter: ok\n");
+    return 0;
+}
