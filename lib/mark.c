@@ -80,8 +80,8 @@ static struct {
 
 bool lull_marking_g;
 
-/* A concurrent mark begins or ends (a pause, or lull_init and
- * lull_shutdown): the write barrier marks a card for every store while
+/* A concurrent mark begins or ends (a pause, or lull_mark_init, which
+ * lull_init calls once the nursery exists, and lull_shutdown): the write barrier marks a card for every store while
  * one runs (and always with card-filter=no), else only for stores of
  * young references (lull.h): its "young" range is the whole address space
  * or the nursery's. Written with the world stopped, or before any thread
@@ -93,11 +93,6 @@ static void lull_mark_set_marking(bool on)
     __atomic_store_n(&lull__barrier.young_start, all ? 0 : lull_nursery_start, __ATOMIC_RELAXED);
     __atomic_store_n(&lull__barrier.young_size, all ? UINTPTR_MAX : lull_nursery_end - lull_nursery_start,
                      __ATOMIC_RELAXED);
-}
-
-void lull_mark_barrier_init(void)
-{
-    lull_mark_set_marking(lull_marking());
 }
 
 void lull_mark_init(unsigned long stack_limit_entries)

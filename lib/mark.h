@@ -149,8 +149,6 @@ bool lull_mark_resume_background(void);
 /* The job has finished (or cannot run: no worker thread): time for the
  * final pause. */
 bool lull_mark_ready(void);
-/* lull_init, once the nursery exists: the write barrier's young range. */
-void lull_mark_barrier_init(void);
 /* The job itself has finished: the mark was done while the world ran
  * (false in a process with no worker thread, whose final pause marks). */
 bool lull_mark_background_done(void);

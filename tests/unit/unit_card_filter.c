@@ -41,11 +41,13 @@ static uint8_t card_of(void *slot)
                            __ATOMIC_RELAXED);
 }
 
-/* Two old objects (lull_alloc_pinned allocates in the major heap: a
- * minor would leave one in the nursery that a stale stack word pins), and
- * a's card clean. */
-static void make_old(struct node **a, struct node **b)
+/* lull_init with `params`, then two old objects held by the roots
+ * (lull_alloc_pinned allocates in the major heap: a minor would leave one
+ * in the nursery that a stale stack word pins), and a's card clean. */
+static void start(const char *params, struct node **a, struct node **b)
 {
+    UCHECK(lull_init(params) == 0, "init");
+    UCHECK(lull_root_add_refs(roots, 2) == 0, "roots");
     roots[0] = lull_alloc_pinned(&node_type);
     roots[1] = lull_alloc_pinned(&node_type);
     UCHECK(roots[0] && roots[1], "alloc");
@@ -58,10 +60,8 @@ static void make_old(struct node **a, struct node **b)
 
 static void filtered(void)
 {
-    UCHECK(lull_init("major=concurrent") == 0, "init");
-    UCHECK(lull_root_add_refs(roots, 2) == 0, "roots");
     struct node *a, *b;
-    make_old(&a, &b);
+    start("major=concurrent", &a, &b);
 
     /* Old to old, no mark: nothing to record. */
     lull_store(a, &a->ref, b);
@@ -114,10 +114,8 @@ static void filtered(void)
 
 static void unfiltered(void)
 {
-    UCHECK(lull_init("major=concurrent,card-filter=no") == 0, "init");
-    UCHECK(lull_root_add_refs(roots, 2) == 0, "roots");
     struct node *a, *b;
-    make_old(&a, &b);
+    start("major=concurrent,card-filter=no", &a, &b);
     lull_store(a, &a->ref, b);
     UCHECK(card_of(&a->ref) != 0, "with card-filter=no an old-to-old store marked its card");
     lull_shutdown();
