@@ -119,7 +119,7 @@ static void list_push(uint32_t i)
 static void make_run(uint32_t i, uint32_t n)
 {
     for (uint32_t k = 0; k < n; k++)
-        B(i + k)->state = LULL_BLOCK_FREE;
+        lull_block_set_state(B(i + k), LULL_BLOCK_FREE);
     B(i)->run_len = n;
     B(i + n - 1)->run_head = i;
     list_push(i);
@@ -189,7 +189,7 @@ void lull_space_free(uint32_t idx, uint32_t n)
 void lull_space_free_deferred(uint32_t idx, uint32_t n)
 {
     for (uint32_t k = 0; k < n; k++)
-        B(idx + k)->state = LULL_BLOCK_RELEASING;
+        lull_block_set_state(B(idx + k), LULL_BLOCK_RELEASING);
     /* Sweeps walk the heap in address order: a run often continues the one
      * queued just before it, and one madvise then covers both. */
     if (space_g.pending != LULL_NO_BLOCK && space_g.pending + B(space_g.pending)->run_len == idx) {

@@ -160,6 +160,24 @@ static inline lull_block *lull_block_of(uintptr_t a)
     return &lull_heap_g.blocks[lull_block_index(a)];
 }
 
+/* A block's state is written with release, after every field its new
+ * state gives meaning to (size_class and has_refs of SMALL, run_len and
+ * large_size of LARGE_HEAD, run_head of LARGE_TAIL), so that the one
+ * reader that holds no lock, a concurrent mark's preclean (mark.c), reads
+ * the state with acquire and then those fields as they were published.
+ * While a mark runs, a block that holds objects is not swept, freed or
+ * evacuated until the final pause; other blocks go between the states
+ * that hold none (FREE, EMPTY, RELEASING) or are formatted (SMALL, a
+ * large object's run), so a state read once stays true for the rescan. */
+static inline void lull_block_set_state(lull_block *b, enum lull_block_state s)
+{
+    __atomic_store_n(&b->state, (uint8_t)s, __ATOMIC_RELEASE);
+}
+static inline unsigned lull_block_state_acquire(const lull_block *b)
+{
+    return __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
+}
+
 /* ---- card values ----
  * The write barrier (lull.h) stores CARD_STORED. A minor that re-marks a
  * card because a slot on it still points into the nursery, and a

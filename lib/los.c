@@ -83,20 +83,21 @@ void *lull_los_alloc(size_t bytes)
     if (idx == LULL_NO_BLOCK)
         return NULL;
     lull_block *head = &lull_heap_g.blocks[idx];
-    head->state = LULL_BLOCK_LARGE_HEAD;
     head->run_len = n;
     head->large_size = bytes;
+    /* Each state after the fields it gives meaning to (heap.h). */
+    for (uint32_t k = 1; k < n; k++) {
+        lull_block *t = &lull_heap_g.blocks[idx + k];
+        t->run_head = idx;
+        lull_block_set_state(t, LULL_BLOCK_LARGE_TAIL);
+    }
+    lull_block_set_state(head, LULL_BLOCK_LARGE_HEAD);
     if (los_g.nyoung < LULL_LOS_MAX_YOUNG) {
         young_add(idx, 1);
         los_g.young_new_bytes += bytes;
     }
     else
         __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
-    for (uint32_t k = 1; k < n; k++) {
-        lull_block *t = &lull_heap_g.blocks[idx + k];
-        t->state = LULL_BLOCK_LARGE_TAIL;
-        t->run_head = idx;
-    }
     lull_policy_note_allocated(bytes);
     return (void *)lull_block_addr(idx);   /* space runs read as zero */
 }

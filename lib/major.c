@@ -151,13 +151,13 @@ static void format_block(uint32_t idx, bool has_refs, unsigned cls)
         slot[1] = (uintptr_t)next;
         next = slot;
     }
-    b->state = LULL_BLOCK_SMALL;
     b->size_class = (uint8_t)cls;
     b->has_refs = has_refs;
     b->evacuating = 0;       /* a fresh block is where copies go, never what they leave */
     b->free_list = next;
     b->nfree = (uint16_t)n;
     b->next = LULL_NO_BLOCK;
+    lull_block_set_state(b, LULL_BLOCK_SMALL);   /* last: heap.h */
 }
 
 static uint32_t take_block(void)
@@ -247,7 +247,7 @@ static uint64_t sweep_block(uint32_t idx, bool poison)
     }
     lull_mark_clear_blocks(idx, 1);
     if (live == 0) {
-        b->state = LULL_BLOCK_EMPTY;
+        lull_block_set_state(b, LULL_BLOCK_EMPTY);
         b->free_list = NULL;
         b->nfree = 0;
         b->age = 0;
@@ -421,7 +421,7 @@ static bool prepare_block(void)
     for (size_t off = 0; off < LULL_BLOCK_SIZE; off += 4096)
         p[off] = 0;
     lull_block *b = B(idx);
-    b->state = LULL_BLOCK_EMPTY;
+    lull_block_set_state(b, LULL_BLOCK_EMPTY);
     b->age = 0;
     b->next = major_g.empty_list;
     major_g.empty_list = idx;
