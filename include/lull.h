@@ -189,12 +189,17 @@ const lull_type *lull_type_of(const void *obj);
 struct lull__barrier_state {
     uintptr_t heap_start;   /* first address of the heap's range */
     uintptr_t heap_size;    /* bytes in the range; 0 before lull_init */
-    uint8_t  *cards;        /* one byte per 512-byte card of the range */
+    uint8_t  *cards;        /* one byte per 128-byte card of the range */
     uintptr_t young_start, young_size;  /* the nursery's range; every address while a concurrent mark runs */
     uintptr_t large_start, large_end;   /* a range holding every young large object (empty: none) */
 };
+/* The card size is compiled into every caller of lull_store, so the
+ * state's symbol names it: a program built against a lull.h of another
+ * card size (512 bytes, when the symbol was lull__barrier) fails to load, with an undefined
+ * symbol, instead of marking the wrong cards. */
+#define lull__barrier lull__barrier_card128
 extern struct lull__barrier_state lull__barrier;
-#define LULL__CARD_SHIFT 9
+#define LULL__CARD_SHIFT 7
 void lull__store_outside_heap(void *obj, void *slot, void *value);
 
 /*
@@ -203,7 +208,7 @@ void lull__store_outside_heap(void *obj, void *slot, void *value);
  * thread that loads the slot with acquire ordering sees the target's
  * initialised contents.
  *
- * The store is recorded (its 512-byte card marked) when the collector needs
+ * The store is recorded (its 128-byte card marked) when the collector needs
  * it: when `value` is young (in the nursery, or a young large object: the
  * minors' remembered set), and while a concurrent mark runs (it rescans
  * what was stored behind it). An old-to-old store outside a mark marks

@@ -4,7 +4,7 @@
  * mark bit and then clear the mark bits of every large object, which would
  * free a live large object during a concurrent mark (issue 9). Here the
  * object's mark bit is set before the minor and must still be set after;
- * with 32 dirty cards the trace function runs once per minor (with one
+ * with 128 dirty cards the trace function runs once per minor (with one
  * tracer and with two, which race for it), and every reference it holds is
  * forwarded out of the nursery, its target intact. */
 #include <stdatomic.h>
@@ -16,8 +16,8 @@
 #include "nursery.h"
 #include "unit.h"
 
-#define SLOTS 2048   /* 16 KiB of slots: a large object, 32 cards */
-#define EVERY 64     /* one young object per 512-byte card */
+#define SLOTS 2048   /* 16 KiB of slots: a large object, 128 cards */
+#define EVERY ((1u << LULL_CARD_SHIFT) / sizeof(void *))   /* one young object per card */
 
 struct big {
     lull_header h;
