@@ -16,7 +16,9 @@
 #define NURSERY_FLOOR   ((size_t)256 << 10)   /* the adaptive nursery's smallest size */
 #define MIN_SAMPLE      ((uint64_t)64 << 10)  /* a minor of fewer nursery bytes measures nothing */
 
-/* Written with the gc lock held only. */
+/* Written with the gc lock held only. allocated_since, allowance and
+ * at_mark_start are also read without it (lull_policy_runway_used): they
+ * are stored with atomics (put). */
 static struct {
     uint64_t allocated_since;   /* major-heap bytes handed out since the last major */
     uint64_t allowance;         /* ... that may be, before the next major */
@@ -42,6 +44,11 @@ static struct {
     bool promoted_known;
     uint64_t over_target;       /* minors whose pause exceeded the target (read by lull_get_stats) */
 } policy_g;
+
+static inline void put(uint64_t *field, uint64_t v)
+{
+    __atomic_store_n(field, v, __ATOMIC_RELAXED);
+}
 
 /* Pacing of concurrent majors. A mark that starts when allocated_since
  * reaches `trigger` should end before the allowance is used up. The next
@@ -76,8 +83,10 @@ void lull_policy_init(void)
     policy_g.promoted_ema = 0;
     policy_g.promoted_known = false;
     __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
-    policy_g.allocated_since = policy_g.at_mark_start = policy_g.mark_start_ns = 0;
-    policy_g.allowance = MIN_ALLOWANCE;
+    put(&policy_g.allocated_since, 0);
+    put(&policy_g.at_mark_start, 0);
+    policy_g.mark_start_ns = 0;
+    put(&policy_g.allowance, MIN_ALLOWANCE);
     policy_g.alloc_rate = policy_g.mark_rate = 0;
     policy_g.measured = false;
     set_trigger();
@@ -85,18 +94,18 @@ void lull_policy_init(void)
 
 void lull_policy_note_mark_start(void)
 {
-    policy_g.at_mark_start = policy_g.allocated_since;
+    put(&policy_g.at_mark_start, policy_g.allocated_since);
     policy_g.mark_start_ns = lull_now_ns();
 }
 
 void lull_policy_note_allocated(uint64_t bytes)
 {
-    policy_g.allocated_since += bytes;
+    put(&policy_g.allocated_since, policy_g.allocated_since + bytes);
 }
 
 void lull_policy_note_unused(uint64_t bytes)
 {
-    policy_g.allocated_since = bytes > policy_g.allocated_since ? 0 : policy_g.allocated_since - bytes;
+    put(&policy_g.allocated_since, bytes > policy_g.allocated_since ? 0 : policy_g.allocated_since - bytes);
 }
 
 static void average(double *v, double sample)
@@ -125,8 +134,10 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
                                              (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / wall);
         policy_g.measured = true;
     }
-    policy_g.allocated_since = policy_g.at_mark_start = policy_g.mark_start_ns = 0;
-    policy_g.allowance = live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE;
+    put(&policy_g.allocated_since, 0);
+    put(&policy_g.at_mark_start, 0);
+    policy_g.mark_start_ns = 0;
+    put(&policy_g.allowance, live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE);
     set_trigger();
 }
 
@@ -361,4 +372,19 @@ size_t lull_policy_size_heap(lull_config *cfg)
     while (cfg->max_heap_size && cfg->nursery_size > cfg->max_heap_size / 8 && cfg->nursery_size > MIN_NURSERY)
         cfg->nursery_size /= 2;
     return reserve;
+}
+
+/* The share of the running mark's runway (from the allocation at its start
+ * to the allowance) the program has allocated since: 0 at the start, 1
+ * when the allowance is used up (more when the heap grew past it). Read
+ * without the gc lock by the preclean (mark.c: preclean_step), so its
+ * three fields may come from moments a few allocations apart. */
+double lull_policy_runway_used(void)
+{
+    uint64_t since = __atomic_load_n(&policy_g.allocated_since, __ATOMIC_RELAXED);
+    uint64_t start = __atomic_load_n(&policy_g.at_mark_start, __ATOMIC_RELAXED);
+    uint64_t a = __atomic_load_n(&policy_g.allowance, __ATOMIC_RELAXED);
+    if (a <= start)
+        return 1.0;
+    return since <= start ? 0.0 : (double)(since - start) / (double)(a - start);
 }

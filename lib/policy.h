@@ -61,6 +61,9 @@ bool lull_policy_prefers_evacuation(void);
 /* For the log (gc lock held): the major-heap bytes after which the next
  * major starts, and the allowance they count against. */
 void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance);
+/* The share of the running mark's runway used so far (policy.c); any
+ * thread, no lock needed. */
+double lull_policy_runway_used(void);
 
 /* The nursery's size for the pause target (gc lock held; the rule is in
  * policy.c): after every minor, the nursery bytes handed out before it,

@@ -1,13 +1,21 @@
-/* The preclean takes no lock (mark.c: preclean_step), so a program thread
- * that needs the gc lock (a TLAB refill, a major-heap allocation) never
- * waits for it, and it never waits for the program's threads. Both under
- * verify-concurrent and check-mod-union: nothing may be lost.
+/* The preclean takes no lock (mark.c: preclean_step) until the program has
+ * used half of the mark's runway, so a program thread that needs the gc
+ * lock (a TLAB refill, a major-heap allocation) does not wait for it; from
+ * there on it takes the lock for its rescans, to slow the program down so
+ * that the mark ends in time. All under verify-concurrent and
+ * check-mod-union: nothing may be lost.
  *
  * 1. Once a concurrent mark is done, the preclean goes on with passes
  *    until the final pause. The program stores into every one of 200,000
  *    old nodes, then holds the gc lock: a pass must still rescan those
  *    cards while it is held (when the preclean took the gc lock for its
  *    rescans, it rescanned nothing until the lock was released).
+ *
+ * 3. The same, with half of the runway used (the allocation counted by
+ *    the policy as the allocator does): while the program holds the gc
+ *    lock the preclean must rescan next to nothing (the few cards it may
+ *    have claimed before it looked at the runway), and the rest once the
+ *    lock is released; without the throttle it rescans them all at once.
  *
  * 2. While a mark runs and its preclean rescans, the program allocates
  *    4 KiB arrays in the major heap and 64 KiB large objects (blocks are
@@ -24,6 +32,7 @@
 #include "collect.h"
 #include "lull.h"
 #include "mark.h"
+#include "policy.h"
 #include "unit.h"
 
 struct node {
@@ -107,7 +116,7 @@ int main(void)
         n->id = i;
         lull_store(a, &a->item[i], n);
     }
-    lull_collect(LULL_GEN_NURSERY);     /* old now */
+    lull_collect(LULL_GEN_MAJOR);       /* old now; the allowance is the live size */
     a = roots[0];
 
     /* 1. A pass rescans while the program holds the gc lock. */
@@ -160,6 +169,48 @@ int main(void)
     wait_mark_ready();
     pause_now(LULL_COLLECT_MAJOR_FINISH);
     check_holders("after the cycle");
+    /* 3. The throttle, with half of the runway used. */
+    lull_collect(LULL_GEN_MAJOR);       /* a fresh runway */
+    a = roots[0];
+    pause_now(LULL_COLLECT_MAJOR_START);
+    wait_mark_ready();
+    uint64_t trigger = 0, allowance = 0;
+    lull_gc_lock();
+    lull_policy_pacing(&trigger, &allowance);
+    lull_policy_note_allocated(allowance);      /* as if the program had allocated that much */
+    lull_gc_unlock();
+    UCHECK(lull_policy_runway_used() >= 0.5, "runway used: %.2f", lull_policy_runway_used());
+    usleep(100000);         /* a pass under way looks at the runway */
+    for (uint32_t i = 0; i < NODES; i++) {
+        struct node *n = a->item[i];
+        lull_store(n, &n->k[2], a->item[(i * 11u + 3u) % NODES]);
+    }
+    before = precleaned();
+    lull_gc_lock();
+    usleep(500000);
+    uint64_t while_held = precleaned() - before;
+    lull_gc_unlock();
+    t0 = (uint64_t)time(NULL);
+    while ((now = precleaned()) - before < dirtied / 2 && (uint64_t)time(NULL) - t0 < 20)
+        usleep(1000);
+    printf("half the runway used: %" PRIu64 " cards rescanned while the program held the gc lock for 0.5 s, %" PRIu64
+           " in all\n", while_held, now - before);
+    UCHECK(while_held < dirtied / 8,
+           "with half of the runway used the preclean rescanned %" PRIu64 " of about %" PRIu64
+           " dirty cards while the program held the gc lock: it does not throttle the program",
+           while_held, dirtied);
+    UCHECK(now - before >= dirtied / 2, "the throttled preclean rescanned only %" PRIu64 " cards in 20 s",
+           now - before);
+    lull_gc_lock();
+    lull_policy_note_unused(allowance);
+    lull_gc_unlock();
+    pause_now(LULL_COLLECT_MAJOR_FINISH);
+    for (uint32_t i = 0; i < NODES; i++) {
+        struct node *n = a->item[i];
+        UCHECK(n->k[2] && n->k[2]->id == (i * 11u + 3u) % NODES, "node %u: k[2] is %p", i, (void *)n->k[2]);
+    }
+    check_holders("after the throttled cycle");
+
     roots[0] = NULL;                    /* the holders alone keep the nodes now */
     a = NULL;
     lull_collect(LULL_GEN_MAJOR);
