@@ -17,18 +17,8 @@
 #include "lull.h"
 #include "mark.h"
 #include "unit.h"
+#include "unit_nodes.h"
 #include "workers.h"
-
-struct node {
-    lull_header h;
-    struct node *k[4];
-    uint64_t id;
-};
-static const lull_type node_type = {
-    .name = "node", .size = sizeof(struct node),
-    .refs = LULL_REF(struct node, k[0]) | LULL_REF(struct node, k[1]) | LULL_REF(struct node, k[2]) |
-            LULL_REF(struct node, k[3]),
-};
 
 #define DEPTH 9     /* (4^10 - 1) / 3 nodes */
 

@@ -11,18 +11,18 @@
  *    cards while it is held (when the preclean took the gc lock for its
  *    rescans, it rescanned nothing until the lock was released).
  *
- * 3. The same, with half of the runway used (the allocation counted by
- *    the policy as the allocator does): while the program holds the gc
- *    lock the preclean must rescan next to nothing (the few cards it may
- *    have claimed before it looked at the runway), and the rest once the
- *    lock is released; without the throttle it rescans them all at once.
- *
  * 2. While a mark runs and its preclean rescans, the program allocates
  *    4 KiB arrays in the major heap and 64 KiB large objects (blocks are
  *    formatted under the preclean, whose rescans read their descriptors
  *    without the lock), stores old nodes into them and drops the nodes'
  *    other holders; every node must be intact after the cycle and after
  *    two more majors.
+ *
+ * 3. As in 1, with half of the runway used (the allocation counted by
+ *    the policy as the allocator does): while the program holds the gc
+ *    lock the preclean must rescan next to nothing (the few cards it may
+ *    have claimed before it looked at the runway), and the rest once the
+ *    lock is released; without the throttle it rescans them all at once.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -34,24 +34,7 @@
 #include "mark.h"
 #include "policy.h"
 #include "unit.h"
-
-struct node {
-    lull_header h;
-    struct node *k[4];
-    uint64_t id;
-};
-static const lull_type node_type = {
-    .name = "node", .size = sizeof(struct node),
-    .refs = LULL_REF(struct node, k[0]) | LULL_REF(struct node, k[1]) | LULL_REF(struct node, k[2]) |
-            LULL_REF(struct node, k[3]),
-};
-struct refs {
-    lull_array_header a;
-    void *item[];
-};
-static const lull_type refs_type = {
-    .name = "refs", .size = sizeof(struct refs), .elem_size = sizeof(void *), .elem_refs = 1,
-};
+#include "unit_nodes.h"
 
 #define NODES 200000u
 #define SMALL_LEN 500u              /* 4 KiB arrays: the major heap's size classes */
@@ -59,20 +42,6 @@ static const lull_type refs_type = {
 #define HOLDERS 400u
 
 static void *roots[2];              /* the nodes; the arrays of part 2 */
-
-static void pause_now(int what)
-{
-    lull_gc_lock();
-    lull_collect_locked(what, "unit_preclean_nolock");
-    lull_gc_unlock();
-}
-
-static void wait_mark_ready(void)
-{
-    for (int i = 0; i < 120000 && !lull_mark_ready(); i++)
-        usleep(1000);
-    UCHECK(lull_mark_ready(), "the concurrent mark was not done within 120 s");
-}
 
 static uint64_t precleaned(void)
 {

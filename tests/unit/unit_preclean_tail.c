@@ -26,24 +26,7 @@
 #include "lull.h"
 #include "mark.h"
 #include "unit.h"
-
-struct node {
-    lull_header h;
-    struct node *k[4];
-    uint64_t id;
-};
-static const lull_type node_type = {
-    .name = "node", .size = sizeof(struct node),
-    .refs = LULL_REF(struct node, k[0]) | LULL_REF(struct node, k[1]) | LULL_REF(struct node, k[2]) |
-            LULL_REF(struct node, k[3]),
-};
-struct refs {
-    lull_array_header a;
-    void *item[];
-};
-static const lull_type refs_type = {
-    .name = "refs", .size = sizeof(struct refs), .elem_size = sizeof(void *), .elem_refs = 1,
-};
+#include "unit_nodes.h"
 
 #define NODES 200000u
 #define EXTRA 10000u
@@ -58,20 +41,6 @@ static struct node *node_new(uint64_t id)
     UCHECK(n != NULL, "alloc");
     n->id = id;
     return n;
-}
-
-static void pause_now(int what)
-{
-    lull_gc_lock();
-    lull_collect_locked(what, "unit_preclean_tail");
-    lull_gc_unlock();
-}
-
-static void wait_mark_ready(void)
-{
-    for (int i = 0; i < 120000 && !lull_mark_ready(); i++)
-        usleep(1000);
-    UCHECK(lull_mark_ready(), "the concurrent mark was not done within 120 s");
 }
 
 static void check_nodes(const char *when)
