@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -690,7 +691,24 @@ static void promote_undo(minor_tracer *mt, uintptr_t p, size_t size, bool has_re
  * their copy back. A copy's header is stored last (release), after its
  * body: a tracer scanning the copy's block for dirty cards skips a slot
  * whose word 0 is still zero, so it never reads a half-made copy. */
-static uintptr_t forward(minor_tracer *mt, uintptr_t v)
+/* Where a slot that holds a non-object nursery address is, for the
+ * message: a precise root, or the block of the object it lies in. */
+static void where_slot(const uintptr_t *slot, char *buf, size_t n)
+{
+    uintptr_t a = (uintptr_t)slot;
+    if (lull_in_nursery(a)) {
+        snprintf(buf, n, "at %p, in a pinned nursery object", (const void *)slot);
+    } else if (a - lull_heap_g.start < (uintptr_t)lull_frontier() << LULL_BLOCK_SHIFT) {
+        const lull_block *b = lull_block_of(a);
+        snprintf(buf, n, "at %p, in block %u (state %u, size class %u, sweep pending %u, %s)", (const void *)slot,
+                 (unsigned)lull_block_index(a), (unsigned)b->state, (unsigned)b->size_class,
+                 (unsigned)b->sweep_pending, lull_marking() ? "a concurrent mark runs" : "no mark runs");
+    } else {
+        snprintf(buf, n, "at %p, a precise root", (const void *)slot);
+    }
+}
+
+static uintptr_t forward(minor_tracer *mt, uintptr_t v, const uintptr_t *slot)
 {
     uintptr_t *hp = (uintptr_t *)v;
     uintptr_t h = __atomic_load_n(hp, __ATOMIC_ACQUIRE);
@@ -699,9 +717,13 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v)
             return h & ~LULL_HDR_TAG_MASK;
         if (h & LULL_HDR_PINNED)
             return v;
-        if (!h)
+        if (LULL_UNLIKELY(!h)) {
+            char where[256];
+            where_slot(slot, where, sizeof where);
             lull_fatal("lull_collect", "minor collection: a reference holds %p, inside the nursery but not "
-                       "the start of an object (references must point to object starts)", (void *)v);
+                       "the start of an object (references must point to object starts); the slot is %s",
+                       (void *)v, where);
+        }
         const lull_type *t = lull_header_type(h);
         size_t size = lull_object_size(v, t);
         bool refs = lull_type_has_refs(t);
@@ -746,7 +768,7 @@ static void forward_slot(void **slotp, void *ctx)
 {
     uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_RELAXED);
     if (lull_in_nursery(v))
-        __atomic_store_n(slot, forward(ctx, v), __ATOMIC_RELAXED);
+        __atomic_store_n(slot, forward(ctx, v, slot), __ATOMIC_RELAXED);
     else
         reach_large(((minor_tracer *)ctx)->tr, lull_young_large_at(v));
 }
@@ -772,7 +794,7 @@ static void forward_old_slot(void **slotp, void *ctx)
         set_card(slot);
         return;
     }
-    uintptr_t n = forward(ctx, v);
+    uintptr_t n = forward(ctx, v, slot);
     __atomic_store_n(slot, n, __ATOMIC_RELAXED);
     if (lull_in_nursery(n))
         old_slot_to_young(slot, n);

@@ -270,6 +270,17 @@ static void length_of_interior(void)
     (void)lull_array_length(interior_target);
 }
 static void length_of_null(void)    { init_child(); (void)lull_array_length(NULL); }
+/* A precise root holding an interior nursery pointer (to a NULL field) at
+ * a minor: the message names the slot. */
+static void *interior_root[1];
+static void minor_interior_root(void)
+{
+    init_child();
+    struct tnode *n = tnode_new(0x48);
+    interior_root[0] = &n->next;
+    CHECK(lull_root_add_refs(interior_root, 1) == 0, "lull_root_add_refs");
+    lull_collect(LULL_GEN_NURSERY);
+}
 
 static void type_of_after_shutdown(void)
 {
@@ -557,6 +568,9 @@ int main(void)
                  "%p is not the start of a heap object (an interior pointer?)");
     expect_abort("lull_array_length(interior)", length_of_interior, "lull_array_length",
                  "%p is not the start of a heap object (an interior pointer?)");
+    expect_abort("minor with an interior root", minor_interior_root, "lull_collect",
+                 "minor collection: a reference holds %p, inside the nursery but not the start of an object "
+                 "(references must point to object starts); the slot is at %p, a precise root");
     expect_abort("lull_array_length(NULL)", length_of_null, "lull_array_length",
                  "(nil) is not a heap object");
     expect_abort("lull_array_length on a non-array", length_of_non_array, "lull_array_length",
