@@ -189,15 +189,18 @@ const lull_type *lull_type_of(const void *obj);
 struct lull__barrier_state {
     uintptr_t heap_start;   /* first address of the heap's range */
     uintptr_t heap_size;    /* bytes in the range; 0 before lull_init */
-    uint8_t  *cards;        /* one byte per 128-byte card of the range */
-    uintptr_t young_start, young_size;  /* the nursery's range; every address while a concurrent mark runs */
+    uint8_t  *cards;        /* the minors' cards: one byte per 128-byte card of the range */
+    uint8_t  *mark_cards;   /* the concurrent mark's cards (the union table), same layout */
+    uintptr_t young_start, young_size;  /* the nursery's range (every address with card-filter=no) */
     uintptr_t large_start, large_end;   /* a range holding every young large object (empty: none) */
+    uintptr_t marking;      /* non-zero while a concurrent mark runs */
 };
-/* The card size is compiled into every caller of lull_store, so the
- * state's symbol names it: a program built against a lull.h of another
- * card size (512 bytes, when the symbol was lull__barrier) fails to load, with an undefined
+/* The card size and this layout are compiled into every caller of
+ * lull_store, so the state's symbol names them: a program built against a
+ * lull.h of another card size or layout (lull__barrier: 512-byte cards;
+ * lull__barrier_card128: one card table) fails to load, with an undefined
  * symbol, instead of marking the wrong cards. */
-#define lull__barrier lull__barrier_card128
+#define lull__barrier lull__barrier_card128_mark
 extern struct lull__barrier_state lull__barrier;
 #define LULL__CARD_SHIFT 7
 void lull__store_outside_heap(void *obj, void *slot, void *value);
@@ -208,19 +211,20 @@ void lull__store_outside_heap(void *obj, void *slot, void *value);
  * thread that loads the slot with acquire ordering sees the target's
  * initialised contents.
  *
- * The store is recorded (its 128-byte card marked) when the collector needs
- * it: when `value` is young (in the nursery, or a young large object: the
- * minors' remembered set), and while a concurrent mark runs (it rescans
- * what was stored behind it). An old-to-old store outside a mark marks
- * nothing, so that the next minor does not scan that card for nothing.
+ * The store is recorded (its 128-byte card marked) where the collector
+ * needs it: in the minors' cards when `value` is young (in the nursery, or
+ * a young large object: the minors' remembered set), and in the mark's
+ * cards while a concurrent mark runs (it rescans what was stored behind
+ * it). An old-to-old store marks nothing outside a mark, and never a card
+ * the next minor scans.
  *
- * Order matters: the card is marked after the store, and `value` is kept in
- * a register until the card is marked, so a thread stopped between the two
- * instructions still holds `value` where the conservative scan sees it. The
- * state is read after the store (a compiler fence; threads are stopped by
- * signals, at instruction boundaries): a thread stopped between the two by
- * the pause that starts a mark stored before the mark began, which the
- * mark then sees in the heap.
+ * Order matters: the cards are marked after the store, and `value` is kept
+ * in a register until they are, so a thread stopped between the two still
+ * holds `value` where the conservative scan sees it. The state is read
+ * after the store (a compiler fence; threads are stopped by signals, at
+ * instruction boundaries): a thread stopped between the two by the pause
+ * that starts a mark stored before the mark began, which the mark then
+ * sees in the heap.
  */
 static inline void lull_store(void *obj, void *slot, void *value)
 {
@@ -236,6 +240,8 @@ static inline void lull_store(void *obj, void *slot, void *value)
     if (v - lull__barrier.young_start < lull__barrier.young_size ||
         v - ls < __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls)
         __atomic_store_n(lull__barrier.cards + (off >> LULL__CARD_SHIFT), (uint8_t)1, __ATOMIC_RELAXED);
+    if (__builtin_expect(__atomic_load_n(&lull__barrier.marking, __ATOMIC_RELAXED) != 0, 0))
+        __atomic_store_n(lull__barrier.mark_cards + (off >> LULL__CARD_SHIFT), (uint8_t)1, __ATOMIC_RELAXED);
     __asm__ __volatile__("" : : "r"(value));
 }
 

@@ -110,8 +110,8 @@ typedef struct lull_heap {
     lull_block *blocks;       /* nblocks descriptors */
     uint64_t   *mark_bits;    /* one bit per granule */
     uint8_t    *cards;        /* one byte per card */
-    uint8_t    *union_cards;  /* the union (mod-union) card table: cards a minor
-                                 cleared while a concurrent mark ran (mark.c) */
+    uint8_t    *union_cards;  /* the union (mod-union) card table: stores made
+                                 while a concurrent mark runs (mark.h) */
     size_t      mark_bytes, cards_bytes, blocks_bytes;
 } lull_heap;
 
@@ -178,30 +178,28 @@ static inline unsigned lull_block_state_acquire(const lull_block *b)
     return __atomic_load_n(&b->state, __ATOMIC_ACQUIRE);
 }
 
-/* ---- card values ----
- * The write barrier (lull.h) stores CARD_STORED. A minor that re-marks a
- * card because a slot on it still points into the nursery, and a
- * concurrent mark's preclean that has rescanned a card's marked objects,
- * store CARD_YOUNG: dirty for the minors (their remembered set), clean
- * for the mark (no store since). Minors treat any non-zero card as dirty;
- * the mark only CARD_STORED ones (mark.h). */
-#define LULL_CARD_CLEAN  0
-#define LULL_CARD_STORED 1
-#define LULL_CARD_YOUNG  2
-/* Re-mark a card for the minors without hiding a store from the mark: a
- * CARD_STORED card stays so. */
+/* ---- cards ----
+ * Two tables of one byte per 128-byte card: the card table, the minors'
+ * remembered set (the barrier marks a card there when it stores a young
+ * reference; a minor clears what it scans and marks again the card of a
+ * slot that still points into the nursery; a mark marks the card of every
+ * old slot it finds pointing into the nursery), and the union table, the
+ * concurrent mark's (mark.h). A card is clean (0) or dirty (1). */
+#define LULL_CARD_CLEAN 0
+#define LULL_CARD_DIRTY 1
+/* Mark a card of the card table for the minors (looked at first: most are
+ * dirty already, and a store would pull the line from other cores). */
 static inline void lull_card_set_young(uint8_t *card)
 {
-    uint8_t clean = LULL_CARD_CLEAN;
     if (__atomic_load_n(card, __ATOMIC_RELAXED) == LULL_CARD_CLEAN)
-        __atomic_compare_exchange_n(card, &clean, LULL_CARD_YOUNG, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+        __atomic_store_n(card, LULL_CARD_DIRTY, __ATOMIC_RELAXED);
 }
 
 /* ---- the concurrent mark (mark.c) ---- */
 /* True from a concurrent major's initial pause to its final pause; changes
  * only with the world stopped, so a thread inside a critical region or a
- * pause reads one value throughout. While it is true a minor records in
- * the union table the cards it clears and the old slots it updates. */
+ * pause reads one value throughout. While it is true the barrier marks
+ * every store's card in the union table (mark.h). */
 extern bool lull_marking_g;
 static inline bool lull_marking(void)
 {
@@ -464,7 +462,7 @@ uint64_t lull_los_sweep(void);
  * inside a major's pause makes every survivor old. While a concurrent
  * mark runs, an unreached one is not freed but made old, for the final
  * pause's sweep (the mark reads block descriptors without the gc lock,
- * mark.c: scan_union). (A program that
+ * mark.c: rescan_card). (A program that
  * allocates a large scratch array per frame and drops it would otherwise
  * keep, through that dead array's dirty cards, everything the array ever
  * held alive until the next major: every minor of bench/gameloop promoted

@@ -152,6 +152,7 @@ int lull_init(const char *params)
     lull_threads_init();
     lull_workers_start(cfg.mark_workers - 1, cfg.major == LULL_MAJOR_CONCURRENT);
     lull__barrier.cards = lull_heap_g.cards;
+    lull__barrier.mark_cards = lull_heap_g.union_cards;
     lull__barrier.heap_start = lull_heap_g.start;
     __atomic_store_n(&lull__barrier.heap_size, lull_heap_g.reserve, __ATOMIC_RELEASE);
     atomic_store_explicit(&init_g.initialised, true, memory_order_release);

@@ -82,15 +82,17 @@ static struct {
 bool lull_marking_g;
 
 /* A concurrent mark begins or ends (a pause, or lull_mark_init, which
- * lull_init calls once the nursery exists, and lull_shutdown): the write barrier marks a card for every store while
- * one runs (and always with card-filter=no), else only for stores of
- * young references (lull.h): its "young" range is the whole address space
- * or the nursery's. Written with the world stopped, or before any thread
- * stores. */
+ * lull_init calls once the nursery exists, and lull_shutdown): while one
+ * runs the write barrier marks the store's card in the union table as well
+ * (lull.h), for every store. The minors' cards stay filtered: only stores
+ * of young references (or every store, with card-filter=no) mark those, so
+ * the minors during a mark scan no more cards than the others. Written
+ * with the world stopped, or before any thread stores. */
 static void lull_mark_set_marking(bool on)
 {
     __atomic_store_n(&lull_marking_g, on, __ATOMIC_RELAXED);
-    bool all = on || lull_cfg.card_every_store;
+    __atomic_store_n(&lull__barrier.marking, (uintptr_t)on, __ATOMIC_RELAXED);
+    bool all = lull_cfg.card_every_store;
     __atomic_store_n(&lull__barrier.young_start, all ? 0 : lull_nursery_start, __ATOMIC_RELAXED);
     __atomic_store_n(&lull__barrier.young_size, all ? UINTPTR_MAX : lull_nursery_end - lull_nursery_start,
                      __ATOMIC_RELAXED);
@@ -693,16 +695,11 @@ static bool block_has_bytes(const uint8_t *cards)
 
 /* The final pause's cards, on every marker (mark_job) or on the stopper
  * alone, claimed FINAL_CHUNK blocks at a time: each card dirty in the union
- * table (cleared) or stored to in the live table since the preclean last
- * rescanned it (CARD_STORED, read only: the next minor needs the card) is
- * rescanned once. CARD_YOUNG cards hide no store (heap.h); the nursery
- * objects their slots point to are roots of this pause anyway
- * (final_roots_part). */
+ * table is cleared and rescanned once (world stopped). */
 #define FINAL_CHUNK 64u
 static void final_cards_part(lull_tracer *tr)
 {
     uint8_t *u = lull_heap_g.union_cards;
-    const uint8_t *cards = lull_heap_g.cards;
     uint32_t frontier = lull_frontier();
     size_t found = 0;
     card_pipe p = { .n = 0 };
@@ -712,17 +709,16 @@ static void final_cards_part(lull_tracer *tr)
             break;
         uint32_t b1 = b0 + FINAL_CHUNK < frontier ? b0 + FINAL_CHUNK : frontier;
         for (uint32_t bi = b0; bi < b1; bi++) {
-            if (lull_in_nursery(lull_block_addr(bi)))
-                continue;       /* the nursery's objects are roots here (final_young_part) */
             uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
-            const uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
-            bool in_union = block_has_bytes(uc);
-            if (!in_union && !block_has_bytes(bc))
+            if (!block_has_bytes(uc))
                 continue;
+            bool nursery = lull_in_nursery(lull_block_addr(bi));
             for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-                if (!uc[c] && __atomic_load_n(&bc[c], __ATOMIC_RELAXED) != LULL_CARD_STORED)
+                if (!uc[c])
                     continue;
                 uc[c] = 0;
+                if (nursery)
+                    continue;   /* the nursery's objects are roots here (final_young_part) */
                 found++;
                 pipe_push(tr, &p, bi, c);
             }
@@ -778,14 +774,12 @@ static void final_roots_begin(void)
 
 /* The preclean, while the world runs: a pass visits the blocks in address
  * order and rescans the marked objects on each card that is dirty in the
- * union table (the byte cleared first) or stored to in the live table
- * (CARD_STORED turned into CARD_YOUNG first with a compare-and-swap: the
- * card stays dirty for the minors, their remembered set, and clean for
- * the mark until the next store). A store after the swap marks the card
- * CARD_STORED again (lull_store stores the slot, then the card; the swap
- * is a full barrier on x86-64, so a slot read that misses the store
- * implies a card store that follows the swap). Unmarked objects are not
- * read: one may be a free slot being allocated right now.
+ * union table, the byte cleared first with an atomic exchange: a store
+ * after it marks the card again (lull_store stores the slot, then the
+ * card; the exchange is a full barrier on x86-64, so a slot read that
+ * misses the store implies a card store that follows the exchange).
+ * Unmarked objects are not read: one may be a free slot being allocated
+ * right now.
  *
  * No lock is taken: the block descriptors the rescans read are published
  * with release and read with acquire (heap.h), and while a mark runs they
@@ -810,11 +804,9 @@ static void final_roots_begin(void)
  * synchronous majors off, five alternating runs: peak RSS 1,101 MB
  * without the throttle, 1,020 with it, 1,012 with the lock at every batch
  * (and 512-byte cards); the game loop at pause-target 2ms: 2 frames over
- * 16.6 ms either way, 4 with the lock at every batch. The union table is touched by one
- * thread at a time: the minors' tracers write it with the world stopped
- * (this job stopped), this job reads and clears it, and so does the final
- * pause. The nursery's cards are never looked at: the mark ignores the
- * nursery, and its final pause takes every nursery object as a root.
+ * 16.6 ms either way, 4 with the lock at every batch. The nursery's cards
+ * are never looked at: the mark ignores the nursery, and its final pause
+ * takes every nursery object as a root.
  *
  * A pass goes on where it stopped when a pause stopped the job: the game
  * loop's minors come every few ms, and a pass that began again from block
@@ -839,7 +831,7 @@ static bool throttle_lock(void)
 
 static bool preclean_step(lull_tracer *tr)
 {
-    uint8_t *cards = lull_heap_g.cards, *u = lull_heap_g.union_cards;
+    uint8_t *u = lull_heap_g.union_cards;
     uint32_t nursery_lo = lull_block_index(lull_nursery_start), nursery_hi = lull_block_index(lull_nursery_end);
     uint32_t frontier = lull_frontier(), bi = mark_g.pass_block, polled = 0, dirty_blocks = 0;
     size_t since_offer = 0, held_cards = 0;
@@ -852,9 +844,8 @@ static bool preclean_step(lull_tracer *tr)
         }
         if (bi >= nursery_lo && bi < nursery_hi)
             continue;
-        uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK, *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
-        bool in_union = block_has_bytes(uc);
-        if (!in_union && !block_has_bytes(bc))
+        uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
+        if (!block_has_bytes(uc))
             continue;
         if (!held && dirty_blocks++ % THROTTLE_EVERY == 0 && lull_policy_runway_used() >= THROTTLE_FROM) {
             pipe_flush(tr, &p);     /* what was claimed before the lock is rescanned before it */
@@ -867,17 +858,8 @@ static bool preclean_step(lull_tracer *tr)
         }
         size_t n = 0;
         for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-            bool dirty = false;
-            if (in_union && uc[c]) {
-                uc[c] = 0;
-                dirty = true;
-            }
-            uint8_t v = LULL_CARD_STORED;
-            if (__atomic_load_n(&bc[c], __ATOMIC_RELAXED) == LULL_CARD_STORED &&
-                __atomic_compare_exchange_n(&bc[c], &v, LULL_CARD_YOUNG, false, __ATOMIC_SEQ_CST,
-                                            __ATOMIC_RELAXED))
-                dirty = true;
-            if (dirty) {
+            if (__atomic_load_n(&uc[c], __ATOMIC_RELAXED) &&
+                __atomic_exchange_n(&uc[c], LULL_CARD_CLEAN, __ATOMIC_SEQ_CST)) {
                 pipe_push(tr, &p, bi, c);
                 n++;
             }
@@ -1467,13 +1449,12 @@ static void check_mod_union_slot(void **slotp, void *ctx)
     if (!lull_in_committed(v) || lull_in_nursery(v) || lull_is_marked(v) || lull_young_large_at(v) == v)
         return;     /* the nursery and the young large objects are the final pause's roots */
     size_t card = ((uintptr_t)slotp - lull_heap_g.start) >> LULL_CARD_SHIFT;
-    if (lull_heap_g.cards[card] == LULL_CARD_STORED || lull_heap_g.union_cards[card])
+    if (lull_heap_g.union_cards[card])
         return;
     const lull_type *t = lull_header_type(*(uintptr_t *)holder);
     lull_fatal("check-mod-union", "object %p (type %s), marked and scanned, holds at offset %zu a reference to "
-               "unmarked %p on a clean card (neither the card table nor the union table): the concurrent mark "
-               "would free a reachable object (a store without lull_store, or a minor that cleared a card "
-               "without recording it)", (void *)holder, t && t->name ? t->name : "?",
+               "unmarked %p on a card clean in the union table: the concurrent mark would free a reachable "
+               "object (a store without lull_store, or a card cleared without its objects rescanned)", (void *)holder, t && t->name ? t->name : "?",
                (size_t)((uintptr_t)slotp - holder), (void *)v);
 }
 

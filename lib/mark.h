@@ -104,9 +104,17 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * simpler, and a pause waits at most for POLL_EVERY objects or one 64 KiB
  * slice of a large object on each worker).
  *
- * Incremental update: every reference store marks a card (lull_store).
- * A minor that clears a card while marking ORs it into the union table.
- * Objects that enter the major heap meanwhile are allocated black (the
+ * Incremental update: while a mark runs, every reference store marks its
+ * card in the union table (lull_store), which is the mark's alone: the
+ * minors' cards (the card table) record only stores of young references,
+ * as outside marks, and a minor clears them without telling the mark. It
+ * need not: a young reference stored behind the mark leads to the nursery
+ * or to a young large object, and what a minor promotes is black (below)
+ * while what stays young is a root of the final pause. (Until 2026-11-26
+ * the barrier marked the card table for every store during a mark, and a
+ * minor ORed the cards it cleared into the union table: the graph
+ * benchmark's minors in a mark then scanned 206,000 cards, 20 ms, for
+ * stores of old references only.) Objects that enter the major heap meanwhile are allocated black (the
  * mark bit set once the header is published): what the allocator places
  * there, a minor's copies (their old children greyed as the minor scans
  * them: a memcpy dirties no card), a young large object when it turns
@@ -115,25 +123,24 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * large objects keep a per-frame scratch array from holding its frame's
  * temporaries through that). At the final pause every reference from a
  * marked object to an unmarked old one lies on a dirty card of the union
- * table or the card table, or in a grey object.
+ * table, or in a grey object.
  *
  * The final pause (finish; world stopped, no minor) rescans the roots, and
  * takes every object in the nursery and every young large object as a
  * root too: their reference slots are visited (what they point to in the
  * major heap is greyed), they themselves are not marked and the sweep
  * leaves them alone; the next minor judges them as usual. Then the cards
- * dirty in the union table or stored to since their preclean, and the
- * drain, with every worker. A dead nursery object keeps what it points to
+ * dirty in the union table, and the drain, with every worker. A dead
+ * nursery object keeps what it points to
  * for one more cycle (floating garbage); in exchange neither pause copies
  * anything: a minor in each (as SGen does) made them as long as a minor,
  * 5-10 ms on the game loop, where the issue asks for 5 ms at most.
  *
- * Card values (heap.h): the barrier stores CARD_STORED; the preclean turns
- * such a card into CARD_YOUNG (dirty for the minors only) once it has
- * rescanned the card's marked objects; a minor ORs into the union table
- * only the CARD_STORED cards it clears. So the final pause rescans the
- * cards stored to since their last rescan and the union cards, not every
- * card ever dirtied.
+ * The union table is written by the barrier (any mutator, a plain store
+ * after the slot's), by minors (world stopped: cementing, below), and
+ * cleared by the preclean (an atomic exchange before it reads the card's
+ * slots, so that a store it does not see marks the card again after) and
+ * by the final pause (world stopped).
  *
  * Cementing: a minor clears the card of a slot that points to a cemented
  * object, and the cement table is forgotten at the end of every major, so

@@ -866,16 +866,12 @@ static void scan_small_card(minor_tracer *mt, uint32_t bi, uint32_t cls, uintptr
 }
 
 /* Before any copy (one thread): list the blocks whose marked cards must be
- * scanned; clear the cards of every other block. While a concurrent mark
- * runs, the stored ones go into the union table first, as scan_card does:
- * a young large object, whose cards a minor does not scan, may be marked
- * and scanned already (a conservative root reached it), and check-mod-union
- * caught a store into one that this clearing hid from the mark. */
+ * scanned; clear the cards of every other block. (A running concurrent
+ * mark has its own cards, the union table, which the barrier marks: mark.h.) */
 static void list_card_work(void)
 {
     uint8_t *cards = lull_heap_g.cards;
     uint32_t frontier = lull_frontier();
-    bool marking = lull_marking();
     size_t n = 0;
     for (uint32_t bi = 0; bi < frontier; bi++) {
         uint8_t *bc = cards + (size_t)bi * CARDS_PER_BLOCK;
@@ -894,10 +890,6 @@ static void list_card_work(void)
                 continue;
             }
         }
-        if (marking)
-            for (size_t c = 0; c < CARDS_PER_BLOCK; c++)
-                if (bc[c] == LULL_CARD_STORED)
-                    lull_heap_g.union_cards[(size_t)bi * CARDS_PER_BLOCK + c] = 1;
         memset(bc, 0, CARDS_PER_BLOCK);
     }
     nursery_g.ncwork = n;
@@ -907,16 +899,13 @@ static void list_card_work(void)
 /* One marked card of work-list entry w: clear it first (forward_old_slot
  * marks it again when a slot keeps pointing into the nursery), then scan
  * the objects on it. */
-static void scan_card(minor_tracer *mt, card_work w, size_t c, bool marking)
+static void scan_card(minor_tracer *mt, card_work w, size_t c)
 {
     uint8_t *card = lull_heap_g.cards + (size_t)w.block * CARDS_PER_BLOCK + c;
-    uint8_t v = __atomic_load_n(card, __ATOMIC_RELAXED);
-    if (!v)
+    if (!__atomic_load_n(card, __ATOMIC_RELAXED))
         return;
     mt->cards++;
-    if (marking && v == LULL_CARD_STORED)   /* the mark must still see this store: mark.h */
-        __atomic_store_n(&lull_heap_g.union_cards[(size_t)w.block * CARDS_PER_BLOCK + c], 1, __ATOMIC_RELAXED);
-    __atomic_store_n(card, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(card, LULL_CARD_CLEAN, __ATOMIC_RELAXED);
     uintptr_t lo = lull_block_addr(w.block) + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
     if (w.size_class != UINT32_MAX)
         scan_small_card(mt, w.block, w.size_class, lo, hi);
@@ -935,7 +924,6 @@ static void scan_card(minor_tracer *mt, card_work w, size_t c, bool marking)
 static void scan_cards(minor_tracer *mt)
 {
     uint8_t *cards = lull_heap_g.cards;
-    bool marking = lull_marking();
     struct { card_work w; uint32_t c; } q[PREFETCH_AHEAD];
     unsigned qh = 0, qn = 0;
     for (;;) {
@@ -952,7 +940,7 @@ static void scan_cards(minor_tracer *mt)
                 lull_prefetch_card(lull_block_addr(w.block), c,
                                    w.size_class != UINT32_MAX ? lull_class_size[w.size_class] : 0);
                 if (qn == PREFETCH_AHEAD) {
-                    scan_card(mt, q[qh].w, q[qh].c, marking);
+                    scan_card(mt, q[qh].w, q[qh].c);
                     qh = (qh + 1) % PREFETCH_AHEAD;
                     qn--;
                 }
@@ -964,7 +952,7 @@ static void scan_cards(minor_tracer *mt)
         }
     }
     for (; qn; qn--, qh = (qh + 1) % PREFETCH_AHEAD)
-        scan_card(mt, q[qh].w, q[qh].c, marking);
+        scan_card(mt, q[qh].w, q[qh].c);
 }
 
 /* One tracer's part of the copying phase: cards, then the shared drain. */

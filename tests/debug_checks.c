@@ -555,9 +555,9 @@ static void case_check_mod_union(bool fault)
 {
     child_init();
     make_chain("lull: check-mod-union: object %p (type box), marked and scanned, holds at offset %zu a "
-               "reference to unmarked %p on a clean card (neither the card table nor the union table): the "
-               "concurrent mark would free a reachable object (a store without lull_store, or a minor that "
-               "cleared a card without recording it)", false);
+               "reference to unmarked %p on a card clean in the union table: the concurrent mark would free a "
+               "reachable object (a store without lull_store, or a card cleared without its objects rescanned)",
+               false);
     clobber_stack();
     concurrent_case(fault);
     child_done();

@@ -3,11 +3,13 @@
  * young: into the nursery, or to a young large object, which a minor must
  * find from the old slots that hold it or free it. An old-to-old store
  * leaves the card clean, so that the next minor does not scan it for
- * nothing. While a concurrent mark runs every store marks its card (the
- * mark rescans what was stored behind it), and with card-filter=no every
- * store always does. Each case reads the card table itself; the young
- * large object must also survive a minor that only the old slot keeps it
- * through. */
+ * nothing. While a concurrent mark runs every store marks its card in the
+ * union table, the mark's (it rescans what was stored behind it), and an
+ * old-to-old store still leaves the card table, the minors', clean: a
+ * minor during a mark scans no card for the mark's sake. With
+ * card-filter=no every store marks the card table. Each case reads the
+ * tables themselves; the young large object must also survive a minor
+ * that only the old slot keeps it through. */
 #include <stdint.h>
 #include <string.h>
 
@@ -41,6 +43,12 @@ static uint8_t card_of(void *slot)
                            __ATOMIC_RELAXED);
 }
 
+static uint8_t union_of(void *slot)
+{
+    return __atomic_load_n(&lull_heap_g.union_cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT],
+                           __ATOMIC_RELAXED);
+}
+
 /* lull_init with `params`, then two old objects held by the roots
  * (lull_alloc_pinned allocates in the major heap: a minor would leave one
  * in the nursery that a stale stack word pins), and a's card clean. */
@@ -61,7 +69,7 @@ static void start(const char *params, struct node **a, struct node **b)
 static void filtered(void)
 {
     struct node *a, *b;
-    start("major=concurrent", &a, &b);
+    start("major=concurrent,mark-workers=1", &a, &b);   /* no worker: no preclean clears a union card */
 
     /* Old to old, no mark: nothing to record. */
     lull_store(a, &a->ref, b);
@@ -96,19 +104,29 @@ static void filtered(void)
     lull_collect(LULL_GEN_NURSERY);
     UCHECK(card_of(&a->ref) == 0, "clean again");
 
-    /* While a concurrent mark runs, every store is recorded. */
+    /* While a concurrent mark runs, every store is recorded for the mark,
+     * in the union table; only a young one in the card table. */
+    UCHECK(union_of(&a->ref) == 0, "a's union card is clean");
     lull_gc_lock();
     lull_collect_locked(LULL_COLLECT_MAJOR_START, "unit");
-    lull_gc_unlock();
     UCHECK(lull_marking(), "a concurrent mark runs");
     lull_store(a, &a->ref, b);
-    UCHECK(card_of(&a->ref) != 0, "an old-to-old store during a mark marked its card");
+    UCHECK(union_of(&a->ref) != 0, "an old-to-old store during a mark marked its union card");
+    UCHECK(card_of(&a->ref) == 0, "an old-to-old store during a mark left the minors' card clean");
+    void *young = lull_alloc(&node_type);
+    lull_store(a, &a->ref, young);
+    UCHECK(card_of(&a->ref) != 0, "an old-to-nursery store during a mark marked the minors' card");
+    lull_store(a, &a->ref, NULL);
+    young = NULL;
+    lull_gc_unlock();
     lull_collect(LULL_GEN_MAJOR);
     UCHECK(!lull_marking(), "the mark ended");
+    UCHECK(union_of(&a->ref) == 0, "the final pause cleaned the union card");
     lull_collect(LULL_GEN_NURSERY);
     UCHECK(card_of(&a->ref) == 0, "the minor cleaned the card");
-    lull_store(a, &a->ref, NULL);
-    UCHECK(card_of(&a->ref) == 0, "after the mark, old-to-old stores are filtered again");
+    lull_store(a, &a->ref, b);
+    UCHECK(card_of(&a->ref) == 0 && union_of(&a->ref) == 0,
+           "after the mark, old-to-old stores are filtered again and the union table is left alone");
     lull_shutdown();
 }
 
