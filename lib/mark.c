@@ -1071,8 +1071,8 @@ static void background_help(lull_tracer *tr, bool *busy)
 /* The leader (worker 0): drain until quiet; then preclean, pass after
  * pass, blackening (with the helpers) what each pass greyed, until the
  * final pause is worth its cost; then, once quiet again, say so
- * (lull_mark_ready). The final pause rescans the cards stored to since
- * each was precleaned: about as many as the program dirtied during the
+ * (lull_mark_ready). The final pause rescans the union cards stored to
+ * since each was precleaned: about as many as the program dirtied during the
  * last pass. So the mark ends after a complete pass that found at most
  * PRECLEAN_ENOUGH dirty cards, or once passes stop shrinking
  * (PRECLEAN_SETTLE passes done, and one found more than seven eighths of
