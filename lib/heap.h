@@ -200,10 +200,9 @@ static inline void lull_card_set_young(uint8_t *card)
  * only with the world stopped, so a thread inside a critical region or a
  * pause reads one value throughout. While it is true the barrier marks
  * every store's card in the union table (mark.h). */
-extern bool lull_marking_g;
 static inline bool lull_marking(void)
 {
-    return __atomic_load_n(&lull_marking_g, __ATOMIC_RELAXED);
+    return __atomic_load_n(&lull__barrier.marking, __ATOMIC_RELAXED) != 0;   /* the barrier's own flag (lull.h) */
 }
 
 /* ---- mark bits ---- */

@@ -79,8 +79,6 @@ static struct {
     atomic_bool evac_planted;   /* plant-evac-fault: a slot was left at an old copy */
 } mark_g = { .bg_lock = PTHREAD_MUTEX_INITIALIZER };
 
-bool lull_marking_g;
-
 /* A concurrent mark begins or ends (a pause, or lull_mark_init, which
  * lull_init calls once the nursery exists, and lull_shutdown): while one
  * runs the write barrier marks the store's card in the union table as well
@@ -90,7 +88,6 @@ bool lull_marking_g;
  * with the world stopped, or before any thread stores. */
 static void lull_mark_set_marking(bool on)
 {
-    __atomic_store_n(&lull_marking_g, on, __ATOMIC_RELAXED);
     __atomic_store_n(&lull__barrier.marking, (uintptr_t)on, __ATOMIC_RELAXED);
     bool all = lull_cfg.card_every_store;
     __atomic_store_n(&lull__barrier.young_start, all ? 0 : lull_nursery_start, __ATOMIC_RELAXED);

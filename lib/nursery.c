@@ -698,7 +698,7 @@ static void where_slot(const uintptr_t *slot, char *buf, size_t n)
     uintptr_t a = (uintptr_t)slot;
     if (lull_in_nursery(a)) {
         snprintf(buf, n, "at %p, in a pinned nursery object", (const void *)slot);
-    } else if (a - lull_heap_g.start < (uintptr_t)lull_frontier() << LULL_BLOCK_SHIFT) {
+    } else if (lull_in_committed(a)) {
         const lull_block *b = lull_block_of(a);
         snprintf(buf, n, "at %p, in block %u (state %u, size class %u, sweep pending %u, %s)", (const void *)slot,
                  (unsigned)lull_block_index(a), (unsigned)b->state, (unsigned)b->size_class,
