@@ -177,11 +177,29 @@ static bool acked(lull_thread *t, unsigned long e)
     return atomic_load_explicit(&t->suspended_epoch, memory_order_acquire) == e;
 }
 
+/* Every attached thread but self has acknowledged stop e: it is in its
+ * handler (or suspending itself), its roots recorded (the acquire in
+ * acked pairs with suspend_here's release). */
+static bool all_acked(lull_thread *self, unsigned long e)
+{
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        if (t != self && !acked(t, e))
+            return false;
+    return true;
+}
+
 void lull_stw_stop(lull_thread *self)
 {
-    /* Every thread acknowledges an epoch once (suspend_here returns at once
-     * for an epoch it has acknowledged), and no thread can acknowledge an
-     * earlier one any more: each stop waited for all of its acks. */
+    /* The ack counter is what the stopper sleeps on, and a hint: the stop
+     * is over when every thread's suspended_epoch is this one. A count
+     * alone is not to be trusted: a suspend signal that lands while a
+     * thread suspends itself (leaving a critical region), between
+     * suspend_here's check and its acknowledgement, acknowledges and
+     * waits, and after the restart the interrupted call acknowledged the
+     * same stop again. That extra ack counted for the next stop, which
+     * returned before its last thread had stopped, and a collection ran
+     * beside a mutator whose stack it had not scanned
+     * (tests/unit/unit_stw_nested.c). */
     unsigned base = atomic_load_explicit(&stw_g.acks, memory_order_acquire);
     unsigned long e = atomic_load_explicit(&stw_g.world_epoch, memory_order_relaxed) + 1;
     atomic_store_explicit(&stw_g.world_epoch, e, memory_order_release);
@@ -198,22 +216,25 @@ void lull_stw_stop(lull_thread *self)
     uint64_t started = lull_now_ns(), warned = started;
     for (;;) {
         unsigned now = atomic_load_explicit(&stw_g.acks, memory_order_acquire);
-        if (now - base >= want)
+        if (now - base >= want && all_acked(self, e))
             break;
         if (futex_wait(&stw_g.acks, now, wait_ns) == 0 || errno != ETIMEDOUT)
             continue;             /* woken, changed meanwhile, or EINTR */
         /* No answer for a while: signal again every thread that has not
          * answered. */
+        unsigned missing = 0;
         for (lull_thread *t = lull_threads_first(); t; t = t->next)
-            if (t != self && !acked(t, e))
+            if (t != self && !acked(t, e)) {
+                missing++;
                 pthread_kill(t->pthread, stw_g.sig_suspend);
+            }
         if (wait_ns < 100000000L)
             wait_ns *= 2;
         uint64_t t_now = lull_now_ns();
         if (t_now - warned > 5000000000ull) {
             warned = t_now;
             lull_warn("lull_collect", "%u of %u threads have not stopped after %.1f s; still waiting",
-                      want - (now - base), want, (double)(t_now - started) / 1e9);
+                      missing, want, (double)(t_now - started) / 1e9);
         }
     }
 }

@@ -6,10 +6,12 @@
  *            begins, publishes suspended_epoch = world_epoch, bumps the ack
  *            counter (a futex) and waits in sigsuspend until world_epoch
  *            changes (under ThreadSanitizer: on a futex, see stw.c).
- *            The stopper counts acks; a thread that has not answered after
- *            a while is signalled again (duplicate signals are harmless:
- *            a handler that finds its epoch already acknowledged, or the
- *            world running, returns at once).
+ *            The stopper sleeps on the ack counter until every thread's
+ *            suspended_epoch is this stop's (the count is only a hint: a
+ *            thread may acknowledge one stop twice, stw.c); a thread that
+ *            has not answered after a while is signalled again (duplicate
+ *            signals are harmless: a handler that finds its epoch already
+ *            acknowledged, or the world running, returns at once).
  *   restart: world_epoch becomes even; every thread gets the restart
  *            signal, which only wakes sigsuspend; the loop re-checks the
  *            epoch, so a restart signal that arrives early is not lost
