@@ -10,7 +10,7 @@ LULL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LULL_DEB_PACKAGES=(
     cmake make gcc clang pkg-config
     liburcu-dev libck-dev libgc-dev systemtap-sdt-dev libclang-rt-14-dev
-    python3
+    python3 util-linux
 )
 
 # One clear line before every stage, easy to find in a long log.

@@ -135,7 +135,7 @@ static struct {
     size_t npins, pins_cap;
     bool pins_overflowed;
 
-    cement_slot *cement;
+    cement_slot *cement, *cement_spare;   /* the table, and the one lull_cement_new_cycle rebuilds into */
     atomic_uint ncemented;
 
     /* The copying phase's work list: the blocks with marked cards whose
@@ -191,10 +191,12 @@ int lull_nursery_init(size_t size)
     nursery_g.gray = reserve_array(nursery_g.gray_cap * sizeof *nursery_g.gray);
     nursery_g.pins = reserve_array(nursery_g.pins_cap * sizeof *nursery_g.pins);
     nursery_g.cement = reserve_array(CEMENT_SLOTS * sizeof *nursery_g.cement);
+    nursery_g.cement_spare = reserve_array(CEMENT_SLOTS * sizeof *nursery_g.cement_spare);
     nursery_g.excls = reserve_array(nursery_g.excls_cap * sizeof *nursery_g.excls);
     nursery_g.cwork_cap = lull_heap_g.nblocks;
     nursery_g.cwork = reserve_array(nursery_g.cwork_cap * sizeof *nursery_g.cwork);
     if (!nursery_g.log_ || !nursery_g.frags || !nursery_g.gray || !nursery_g.pins || !nursery_g.cement ||
+        !nursery_g.cement_spare ||
         !nursery_g.excls || !nursery_g.cwork) {
         lull_nursery_fini();
         return -ENOMEM;
@@ -217,13 +219,14 @@ void lull_nursery_fini(void)
     free_array(nursery_g.gray, nursery_g.gray_cap * sizeof *nursery_g.gray);
     free_array(nursery_g.pins, nursery_g.pins_cap * sizeof *nursery_g.pins);
     free_array(nursery_g.cement, CEMENT_SLOTS * sizeof *nursery_g.cement);
+    free_array(nursery_g.cement_spare, CEMENT_SLOTS * sizeof *nursery_g.cement_spare);
     free_array(nursery_g.excls, nursery_g.excls_cap * sizeof *nursery_g.excls);
     free_array(nursery_g.cwork, nursery_g.cwork_cap * sizeof *nursery_g.cwork);
     nursery_g.excls = NULL;
     nursery_g.cwork = NULL;
     nursery_g.log_ = nursery_g.frags = NULL;
     nursery_g.gray = nursery_g.pins = NULL;
-    nursery_g.cement = NULL;
+    nursery_g.cement = nursery_g.cement_spare = NULL;
     lull_nursery_start = lull_nursery_end = 0;
 }
 
@@ -466,14 +469,21 @@ static void each_slot_in(uintptr_t obj, uintptr_t lo, uintptr_t hi, lull_visit_f
 /* Cementing                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* Several tracers may insert at once: a free entry is claimed with a
- * compare-and-swap of its object, and an entry never changes object until
- * the next cement_new_cycle. */
-static cement_slot *cement_lookup(uintptr_t obj, bool insert)
+unsigned lull_cement_home(uintptr_t obj)
 {
-    size_t i = (size_t)((obj >> LULL_GRANULE_SHIFT) * 0x9e3779b97f4a7c15ull >> 52) & (CEMENT_SLOTS - 1);
-    for (unsigned probe = 0; probe < 32; probe++, i = (i + 1) & (CEMENT_SLOTS - 1)) {
-        cement_slot *c = &nursery_g.cement[i];
+    return (unsigned)((obj >> LULL_GRANULE_SHIFT) * 0x9e3779b97f4a7c15ull >> 52) & (CEMENT_SLOTS - 1);
+}
+
+/* obj's entry in `table`: linear probing from its home, at most
+ * CEMENT_PROBES entries. Several tracers may insert at once: a free entry
+ * is claimed with a compare-and-swap of its object, and an entry never
+ * changes object until the next lull_cement_new_cycle. */
+#define CEMENT_PROBES 32u
+static cement_slot *cement_lookup_in(cement_slot *table, uintptr_t obj, bool insert)
+{
+    size_t i = lull_cement_home(obj);
+    for (unsigned probe = 0; probe < CEMENT_PROBES; probe++, i = (i + 1) & (CEMENT_SLOTS - 1)) {
+        cement_slot *c = &table[i];
         uintptr_t o = atomic_load_explicit(&c->obj, memory_order_acquire);
         if (o == obj)
             return c;
@@ -488,7 +498,12 @@ static cement_slot *cement_lookup(uintptr_t obj, bool insert)
     return NULL;      /* table crowded: no cementing for this object */
 }
 
-static bool is_cemented(uintptr_t obj)
+static cement_slot *cement_lookup(uintptr_t obj, bool insert)
+{
+    return cement_lookup_in(nursery_g.cement, obj, insert);
+}
+
+bool lull_cement_is_cemented(uintptr_t obj)
 {
     if (!atomic_load_explicit(&nursery_g.ncemented, memory_order_relaxed))
         return false;
@@ -496,26 +511,67 @@ static bool is_cemented(uintptr_t obj)
     return c && atomic_load_explicit(&c->cemented, memory_order_relaxed);
 }
 
-/* Counts of the last minor go; cemented objects stay (until a major). The
- * table is rebuilt from the cemented entries (reinsertion keeps probe
- * chains valid); the gray array, empty here, holds them meanwhile. */
-static void cement_new_cycle(void)
+/* Counts of the last minor go; cemented objects stay (until a major):
+ * every one of them must still be found, for the cards of the slots that
+ * point to it were left clean (old_slot_to_young), and only its pinning
+ * keeps those slots right. The table is rebuilt from the cemented entries
+ * into the spare one, so that entries of objects not cemented (pinned for
+ * a minor or two, most of them long dead) do not fill it; reinsertion
+ * keeps probe chains valid. But an entry can fail to find a place within
+ * CEMENT_PROBES of its home there even though it had one here: linear
+ * probing places entries by insertion order, and the rebuild inserts them
+ * in table order, so that the entries that wrapped past the table's end
+ * go first and push those near its end further (unit_cement). Until
+ * 2026-11-26 such an entry was dropped: its object was no longer pinned,
+ * and the next minor moved it (or reused its memory) under slots whose
+ * cards were clean, a lost object. A mark stretched over hundreds of
+ * minors cements thousands of objects (the consumer torture on one CPU:
+ * 3,000-4,000 of the 4,096 entries, a lost object in one run of six).
+ * Now, when any entry finds no place, the table stays as it is and only
+ * its counts are reset: the objects of the entries not cemented stay in
+ * them (an entry is never emptied while probe chains may run through it),
+ * so the table fills until the next major forgets it, and an object that
+ * finds no entry then is simply not cemented (its cards stay marked). */
+void lull_cement_new_cycle(void)
 {
     if (!atomic_load(&nursery_g.ncemented)) {
         memset(nursery_g.cement, 0, CEMENT_SLOTS * sizeof *nursery_g.cement);
         return;
     }
-    size_t nk = 0;
-    for (unsigned i = 0; i < CEMENT_SLOTS; i++)
-        if (nursery_g.cement[i].obj && nursery_g.cement[i].cemented)
-            nursery_g.gray[nk++] = nursery_g.cement[i].obj;
-    memset(nursery_g.cement, 0, CEMENT_SLOTS * sizeof *nursery_g.cement);
-    for (size_t i = 0; i < nk; i++) {
-        cement_slot *c = cement_lookup(nursery_g.gray[i], true);
-        if (c)
-            c->cemented = 1;
+    cement_slot *fresh = nursery_g.cement_spare;
+    memset(fresh, 0, CEMENT_SLOTS * sizeof *fresh);
+    unsigned nk = 0;
+    bool placed = true;
+    for (unsigned i = 0; i < CEMENT_SLOTS && placed; i++) {
+        cement_slot *c = &nursery_g.cement[i];
+        if (!c->obj || !c->cemented)
+            continue;
+        cement_slot *f = cement_lookup_in(fresh, c->obj, true);
+        if (f) {
+            f->cemented = 1;
+            nk++;
+        } else {
+            placed = false;
+        }
     }
-    atomic_store(&nursery_g.ncemented, (unsigned)nk);
+    if (placed) {
+        nursery_g.cement_spare = nursery_g.cement;
+        nursery_g.cement = fresh;
+        atomic_store(&nursery_g.ncemented, nk);
+        return;
+    }
+    for (unsigned i = 0; i < CEMENT_SLOTS; i++)
+        atomic_store_explicit(&nursery_g.cement[i].count, 0, memory_order_relaxed);
+}
+
+bool lull_cement_note(uintptr_t obj)
+{
+    cement_slot *c = cement_lookup(obj, true);
+    if (c && !atomic_load_explicit(&c->cemented, memory_order_relaxed) &&
+        atomic_fetch_add_explicit(&c->count, 1, memory_order_relaxed) + 1 > LULL_CEMENT_THRESHOLD &&
+        !atomic_exchange_explicit(&c->cemented, 1, memory_order_relaxed))
+        atomic_fetch_add_explicit(&nursery_g.ncemented, 1, memory_order_relaxed);
+    return c && atomic_load_explicit(&c->cemented, memory_order_relaxed);
 }
 
 static void set_card(uintptr_t *slot)
@@ -528,12 +584,7 @@ static void set_card(uintptr_t *slot)
  * is, or now becomes, cemented. */
 static void old_slot_to_young(uintptr_t *slot, uintptr_t obj)
 {
-    cement_slot *c = cement_lookup(obj, true);
-    if (c && !atomic_load_explicit(&c->cemented, memory_order_relaxed) &&
-        atomic_fetch_add_explicit(&c->count, 1, memory_order_relaxed) + 1 > LULL_CEMENT_THRESHOLD &&
-        !atomic_exchange_explicit(&c->cemented, 1, memory_order_relaxed))
-        atomic_fetch_add_explicit(&nursery_g.ncemented, 1, memory_order_relaxed);
-    if (c && atomic_load_explicit(&c->cemented, memory_order_relaxed)) {
+    if (lull_cement_note(obj)) {
         /* The card stays clean, and the cement table is forgotten at the
          * end of the next major, by which time the card must be dirty
          * again. A full mark re-marks it (mark.c: visit); a concurrent one
@@ -1191,7 +1242,7 @@ uint64_t lull_nursery_collect(bool may_age)
     /* The used part of every active TLAB is what its thread allocated. */
     lull_nursery_sync_tlabs();
     sort_log();
-    cement_new_cycle();
+    lull_cement_new_cycle();
     /* At most what was handed out since, and what the last one kept,
      * is copied: blocks for it are swept now if the heap cannot grow. */
     lull_major_sweep_for_promotion(nursery_g.handed + nursery_g.kept);
@@ -1332,7 +1383,7 @@ static void check_card_slot(void **slotp, void *ctx)
     uintptr_t obj = lull_nursery_find(v, false);
     if (obj && (*(uintptr_t *)obj & LULL_HDR_PINNED))
         return;
-    if (obj && is_cemented(obj))
+    if (obj && lull_cement_is_cemented(obj))
         return;
     const lull_type *t = lull_header_type(*(uintptr_t *)checking);
     lull_fatal("check-cards", "object %p (type %s): the reference at offset %zu to nursery object %p "

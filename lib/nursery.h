@@ -144,6 +144,18 @@ void lull_nursery_sync_tlabs(void);
  * caller visited, and adds their bytes to *bytes. */
 size_t lull_nursery_scan_part(atomic_size_t *next, lull_visit_fn visit, void *ctx, uint64_t *bytes);
 
+/* The cement table (world stopped: a minor's tracers, or one thread).
+ * lull_cement_note counts one more old slot pointing to nursery object
+ * obj, which stays where it is this minor, and says whether obj is (now)
+ * cemented: pinned at every minor until the next major, so that the
+ * slot's card may be left clean. lull_cement_new_cycle starts a minor:
+ * the counts go, every cemented object stays found. lull_cement_home is
+ * the entry obj's probe starts at (for tests that make entries collide). */
+bool     lull_cement_note(uintptr_t obj);
+bool     lull_cement_is_cemented(uintptr_t obj);
+void     lull_cement_new_cycle(void);
+unsigned lull_cement_home(uintptr_t obj);
+
 /* LULL_GC_DEBUG=check-cards: every old-to-young reference has its card
  * marked (before a minor, after pinning). verify-nursery: no reference
  * points into the nursery except to a surviving object (after a minor). */
