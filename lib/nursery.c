@@ -1251,9 +1251,14 @@ uint64_t lull_nursery_collect(bool may_age)
     uint64_t t_pin = lull_now_ns();
     lull_roots_scan_threads(pin_candidates, &tr);
     lull_roots_scan(pin_candidates, NULL, &tr);
-    for (unsigned k = 0; k < CEMENT_SLOTS && nursery_g.ncemented; k++)
-        if (nursery_g.cement[k].cemented && nursery_g.npins < nursery_g.pins_cap)
+    for (unsigned k = 0; k < CEMENT_SLOTS && nursery_g.ncemented; k++) {
+        if (!nursery_g.cement[k].cemented)
+            continue;
+        if (nursery_g.npins < nursery_g.pins_cap)
             nursery_g.pins[nursery_g.npins++] = nursery_g.cement[k].obj;
+        else
+            nursery_g.pins_overflowed = true;   /* fatal below, rather than a cemented object unpinned */
+    }
     resolve_pins(&tr);
     if (lull_cfg.check_cards)
         lull_nursery_check_cards();
