@@ -526,7 +526,7 @@ bool lull_cement_is_cemented(uintptr_t obj)
  * and the next minor moved it (or reused its memory) under slots whose
  * cards were clean, a lost object. A mark stretched over hundreds of
  * minors cements thousands of objects (the consumer torture on one CPU:
- * 3,000-4,000 of the 4,096 entries, a lost object in one run of six).
+ * 3,000-4,000 of the 4,096 entries, a lost object in 12-15% of runs).
  * Now, when any entry finds no place, the table stays as it is and only
  * its counts are reset: the objects of the entries not cemented stay in
  * them (an entry is never emptied while probe chains may run through it),

@@ -3,7 +3,7 @@
 # threads on one CPU (the first this shell may use). There every thread is
 # preempted at any instruction and a concurrent mark stretches over hundreds
 # of minors, which cement thousands of objects: the consumer torture lost an
-# object in about one run of six this way until 2026-11-26 (unit_cement),
+# object in 12-15% of runs this way until 2026-11-26 (unit_cement),
 # where 3,300 runs on two free CPUs had found nothing.
 runs=$1
 shift

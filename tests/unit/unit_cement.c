@@ -12,7 +12,7 @@
  * 16 that were at 4080-4095: 8 of them find room at 4088-4095 and 8 would
  * need entries 20-27, 36 or more probes from home, beyond the 32 a lookup
  * makes. Before the fix those 8 lost their cementing: the consumer torture
- * on one CPU then failed about one run in six ("a reference holds ...,
+ * on one CPU then failed in 12-15% of runs ("a reference holds ...,
  * inside the nursery but not the start of an object" at the first minor
  * after a concurrent major). Here they must all still be cemented after
  * the rebuild, and after a second one.
