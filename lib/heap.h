@@ -476,16 +476,20 @@ uint64_t lull_los_sweep(void);
 #define LULL_LOS_MAX_YOUNG 4096u
 extern uintptr_t lull_los_young_lo, lull_los_young_hi;
 
-/* The young large object whose run holds address v, or 0. */
+/* The young large object whose run holds address v, or 0. The state is
+ * read with acquire: in a parallel minor, v may be a copy's address that
+ * another tracer stored (relaxed) into a slot both visit, in a block that
+ * tracer formatted a moment before (unit_young_large_state). */
 static inline uintptr_t lull_young_large_at(uintptr_t v)
 {
     if (v - lull_los_young_lo >= lull_los_young_hi - lull_los_young_lo)
         return 0;
     const lull_block *b = lull_block_of(v);
+    unsigned state = lull_block_state_acquire(b);
     uint32_t head;
-    if (b->state == LULL_BLOCK_LARGE_HEAD)
+    if (state == LULL_BLOCK_LARGE_HEAD)
         head = lull_block_index(v);
-    else if (b->state == LULL_BLOCK_LARGE_TAIL)
+    else if (state == LULL_BLOCK_LARGE_TAIL)
         head = b->run_head;
     else
         return 0;
