@@ -22,9 +22,12 @@ static struct {
     atomic_uint restarts;         /* bumped at each restart; stopped threads sleep on it */
 #endif
     int sig_suspend, sig_restart;
+    sigset_t handler_mask;        /* what the suspend handler runs with blocked */
     struct sigaction old_suspend, old_restart;
     bool installed;
 } stw_g;
+
+unsigned lull_stw_test_gap_ns;
 
 /* Raw futex system calls: syscall(2) is not intercepted by the sanitizers,
  * unlike sem_post, sem_timedwait, clock_gettime and sigaltstack (see the
@@ -96,8 +99,12 @@ static void suspend_here(lull_thread *t, uintptr_t frame)
     sigset_t wait_mask;
     sigfillset(&wait_mask);
     sigdelset(&wait_mask, stw_g.sig_restart);
-    while (atomic_load_explicit(&stw_g.world_epoch, memory_order_acquire) == e)
+    while (atomic_load_explicit(&stw_g.world_epoch, memory_order_acquire) == e) {
+        if (LULL_UNLIKELY(lull_stw_test_gap_ns))
+            for (uint64_t t0 = lull_now_ns(); lull_now_ns() - t0 < lull_stw_test_gap_ns;)
+                ;
         sigsuspend(&wait_mask);
+    }
 #endif
 }
 
@@ -125,11 +132,28 @@ __attribute__((noinline)) void lull_stw_suspend_self(lull_thread *t)
     /* Registers of this thread go into `uc`, where the stack scan sees them. */
     ucontext_t uc;
     t->pending_suspend = 0;
+#if !LULL_TSAN
+    /* Block what the handler blocks, as the handler runs with it: the
+     * restart signal must stay pending until sigsuspend. Unblocked, a
+     * restart that came between suspend_here's check of the epoch and its
+     * sigsuspend ran the empty restart handler there and was gone, and the
+     * thread slept in sigsuspend for good, its suspend signal blocked: the
+     * next stop waited forever ("1 of 4 threads have not stopped",
+     * unit_stw_nested under AddressSanitizer). With the suspend signal
+     * blocked too, none lands inside this self-suspension (stw.c,
+     * lull_stw_stop). (Under ThreadSanitizer the wait is on a futex whose
+     * value the restart bumps: nothing to lose.) */
+    sigset_t old;
+    pthread_sigmask(SIG_BLOCK, &stw_g.handler_mask, &old);
+#endif
     lull_capture_registers(&uc);
     __asm__ __volatile__("" : : "r"(&uc) : "memory");
     /* `uc` is a local of this frame, below its frame address: the scan
      * starts at uc itself so the registers are inside it. */
     suspend_here(t, (uintptr_t)&uc);
+#if !LULL_TSAN
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+#endif
 }
 
 int lull_stw_install(int suspend_signal, int restart_signal)
@@ -148,6 +172,7 @@ int lull_stw_install(int suspend_signal, int restart_signal)
     sigdelset(&sa.sa_mask, SIGILL);
     sigdelset(&sa.sa_mask, SIGFPE);
     sigdelset(&sa.sa_mask, SIGABRT);
+    stw_g.handler_mask = sa.sa_mask;
     if (sigaction(stw_g.sig_suspend, &sa, &stw_g.old_suspend) != 0)
         return -errno;
     memset(&sa, 0, sizeof sa);

@@ -15,7 +15,8 @@
  *   restart: world_epoch becomes even; every thread gets the restart
  *            signal, which only wakes sigsuspend; the loop re-checks the
  *            epoch, so a restart signal that arrives early is not lost
- *            (it is blocked in the handler until sigsuspend).
+ *            (it is blocked in the handler, and in a thread suspending itself
+ *            as it leaves a critical region, until sigsuspend).
  * The caller holds the gc lock for the whole pause. Collector threads are
  * not attached, so they are never signalled. */
 #ifndef LULL_STW_H
@@ -33,5 +34,9 @@ void lull_stw_restart(lull_thread *self);
  * getcontext buffer). Called for every stopped thread by its suspend
  * handler, and by the thread that collects as it enters the collection. */
 void lull_stw_record_roots(lull_thread *t, uintptr_t frame);
+/* Tests only (tests/unit/unit_stw_nested.c): a stopped thread spins this
+ * long between its check of the epoch and its wait, to widen the window a
+ * restart signal must not be lost in. 0 in every program. */
+extern unsigned lull_stw_test_gap_ns;
 
 #endif
