@@ -141,7 +141,12 @@ typedef struct lull__tlab {
     char       *end;
     const void *type_ok;    /* validated for lull_alloc */
     const void *array_ok;   /* validated for lull_alloc_array */
+    uint32_t    cards_left; /* cards this thread may still mark in the minors'
+                               table before lull__cards_slow (a minor sets it) */
 } lull__tlab_t;
+/* The layout is compiled into every caller: the symbol names it (see
+ * lull__barrier below). */
+#define lull__tlab lull__tlab_cards
 extern __thread lull__tlab_t lull__tlab __attribute__((tls_model("initial-exec")));
 #define LULL__TLAB_MAX_OBJECT 2048u
 #define LULL__NO_TYPE ((const void *)1)
@@ -204,6 +209,7 @@ struct lull__barrier_state {
 extern struct lull__barrier_state lull__barrier;
 #define LULL__CARD_SHIFT 7
 void lull__store_outside_heap(void *obj, void *slot, void *value);
+void lull__cards_slow(void);
 
 /*
  * Store `value` (a reference or NULL) into `slot`, which lies inside heap
@@ -217,6 +223,18 @@ void lull__store_outside_heap(void *obj, void *slot, void *value);
  * cards while a concurrent mark runs (it rescans what was stored behind
  * it). An old-to-old store marks nothing outside a mark, and never a card
  * the next minor scans.
+ *
+ * A young reference marks its card only if the card is clean, and counts
+ * a card of the old generation against the cards this thread may mark
+ * before the next minor (its share of what a minor can scan within the
+ * pause target, policy.c; none with card-filter=no).
+ * When the share is used up, lull_store runs a minor collection, as an
+ * allocation would when the nursery is full (lull_stats.minors_for_cards):
+ * a loop that links young objects from all over the old heap without
+ * allocating would otherwise leave the next minor a pause of its own. It
+ * does not while this thread is inside lull (a signal handler that
+ * interrupted an allocation or a collection): its next new card asks
+ * again.
  *
  * Order matters: the cards are marked after the store, and `value` is kept
  * in a register until they are, so a thread stopped between the two still
@@ -236,12 +254,26 @@ static inline void lull_store(void *obj, void *slot, void *value)
     }
     __atomic_store_n((void **)slot, value, __ATOMIC_RELEASE);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uintptr_t ls = __atomic_load_n(&lull__barrier.large_start, __ATOMIC_RELAXED);
-    if (v - lull__barrier.young_start < lull__barrier.young_size ||
-        v - ls < __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls)
-        __atomic_store_n(lull__barrier.cards + (off >> LULL__CARD_SHIFT), (uint8_t)1, __ATOMIC_RELAXED);
     if (__builtin_expect(__atomic_load_n(&lull__barrier.marking, __ATOMIC_RELAXED) != 0, 0))
         __atomic_store_n(lull__barrier.mark_cards + (off >> LULL__CARD_SHIFT), (uint8_t)1, __ATOMIC_RELAXED);
+    uintptr_t ls = __atomic_load_n(&lull__barrier.large_start, __ATOMIC_RELAXED);
+    if (v - lull__barrier.young_start < lull__barrier.young_size ||
+        v - ls < __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls) {
+        uint8_t *card = lull__barrier.cards + (off >> LULL__CARD_SHIFT);
+        if (!__atomic_load_n(card, __ATOMIC_RELAXED)) {
+            __atomic_store_n(card, (uint8_t)1, __ATOMIC_RELAXED);
+            __asm__ __volatile__("" : : "r"(value));
+            /* Count the card if a minor scans it: not one of the nursery
+             * or of a young large object. Last: the store is in the heap
+             * and on a marked card, where the minor this may run finds it. */
+            uintptr_t s = (uintptr_t)slot;
+            if (s - lull__barrier.young_start >= lull__barrier.young_size &&
+                s - ls >= __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls &&
+                __builtin_expect(--lull__tlab.cards_left == 0, 0))
+                lull__cards_slow();
+            return;
+        }
+    }
     __asm__ __volatile__("" : : "r"(value));
 }
 
@@ -429,6 +461,11 @@ typedef struct lull_stats {
     /* Of heap_bytes (addition to API.md): empty blocks the heap keeps for
      * reuse, among them those prepared for the next minor's promotion. */
     uint64_t heap_empty_bytes;
+    /* Minors that a thread's write barrier asked for (addition to API.md):
+     * it had marked its share of the cards the next minor may scan within
+     * the pause target, in stores of young references into old objects
+     * made without allocating (README, "when to collect"). */
+    uint64_t minors_for_cards;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

@@ -26,7 +26,7 @@
 #include "probes.h"
 #include "util.h"
 
-__thread lull__tlab_t lull__tlab = { NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE };
+__thread lull__tlab_t lull__tlab = { NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, UINT32_MAX };
 
 /* LULL_GC_DEBUG=collect-every: allocations counted by every thread (an
  * atomic; the only state of this file). */
@@ -348,6 +348,29 @@ size_t lull_array_length(const void *array)
     if (!t->elem_size)
         lull_fatal("lull_array_length", "%p is not an array (type '%s')", array, t->name ? t->name : "?");
     return ((const size_t *)array)[1];
+}
+
+/* The barrier's slow path: this thread marked its share of the cards the
+ * next minor may scan within the pause target (policy.c). A program that
+ * stores many young references into old objects without allocating (a
+ * loop that links the nursery's objects from all over the old heap) would
+ * otherwise leave the next minor tens of thousands of cards. */
+void lull__cards_slow(void)
+{
+    lull_thread *t = lull_thread_self;
+    if (!t) {
+        lull__tlab.cards_left = UINT32_MAX;   /* not attached: never asks */
+        return;
+    }
+    if (t->in_critical || t->in_gc_lock) {
+        lull__tlab.cards_left = 1;            /* inside lull: the next new card asks again */
+        return;
+    }
+    lull__tlab.cards_left = UINT32_MAX;       /* until a minor sets it */
+    lull_gc_lock();
+    if (lull__tlab.cards_left == UINT32_MAX)  /* no other thread's minor since */
+        collect_if(LULL_POLICY_CARDS, 0);
+    lull_gc_unlock();
 }
 
 void lull__store_outside_heap(void *obj, void *slot, void *value)

@@ -606,6 +606,8 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     if (!start)
         collect_g.ncollections++;
 
+    if (minor)
+        lull_policy_set_card_budgets();
     LULL_PROBE1(restart_begin, collect_g.ncollections);
     uint64_t t_restart = lull_now_ns();
     lull_stw_restart(self);
@@ -633,7 +635,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     size_t nursery_before = lull_nursery_size();
     bool major_pause = start || ends_major;
     if (minor)
-        lull_policy_after_minor(handed, lull_nursery_trace_ns(), major_pause ? 0 : pause);
+        lull_policy_after_minor(handed, lull_nursery_cards_scanned(), lull_nursery_trace_ns(), major_pause ? 0 : pause);
 
     /* The world runs again; this thread still holds the gc lock, so the
      * runs freed by the sweep can be given back to the OS before anyone
@@ -713,14 +715,15 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
                     "workers) of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu dirty cards, copying %.3f ms, "
-                    "background job stopped in %.3f ms; nursery %zu KiB -> %zu KiB, next predicted %.3f ms%s\n",
+                    "background job stopped in %.3f ms; nursery %zu KiB -> %zu KiB, next predicted %.3f ms; a card %.1f ns, "
+                    "%u cards per thread until a minor%s\n",
                     (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6, (double)promoted / 1024.0,
                     (double)lull_nursery_promoted_by_workers() / 1024.0, (double)handed / 1024.0,
                     (double)lull_nursery_large_freed() / 1024.0, (unsigned long long)lull_nursery_cards_scanned(),
                     (double)lull_nursery_trace_ns() / 1e6,
                     (double)stop_bg_ns / 1e6, nursery_before >> 10,
-                    lull_nursery_size() >> 10, lull_policy_predicted_minor_ns() / 1e6,
-                    marking ? " (a concurrent mark runs)" : "");
+                    lull_nursery_size() >> 10, lull_policy_predicted_minor_ns() / 1e6, lull_policy_card_ns(),
+                    lull_policy_card_budget(), marking ? " (a concurrent mark runs)" : "");
     }
 }
 

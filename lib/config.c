@@ -201,6 +201,11 @@ static int apply_debug(lull_config *c, const char *source, const char *key, cons
             return bad(source, key, val ? val : "", "expected microseconds, 0 to 1000000");
         c->mark_delay_us = (unsigned)u;
     }
+    else if (!strcmp(key, "card-budget")) {
+        if (!val || parse_uint(val, 1u << 30, &u) || u == 0)
+            return bad(source, key, val ? val : "", "expected a number of cards, 1 to 1073741824");
+        c->card_budget = (uint32_t)u;
+    }
     else if (!strcmp(key, "heap-shot")) {
         if (!val || !*val || strlen(val) >= sizeof c->heap_shot_file)
             return bad(source, key, val ? val : "", "expected a file name (heap-shot=FILE), under 512 bytes");

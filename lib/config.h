@@ -50,6 +50,7 @@ enum lull_major_mode major;
     bool verify_concurrent;       /* final pause: re-mark from the roots, every reachable object marked */
     bool check_mod_union;         /* final pause: marked -> unmarked references lie on dirty cards */
     unsigned mark_delay_us;       /* the background marker sleeps this long every 64 objects */
+    uint32_t card_budget;         /* card-budget=N: every thread's card budget (policy.c); 0 = fitted */
     bool alloc_slow;              /* every allocation through the slow path (its probes see each one) */
     char heap_shot_file[512];     /* heap-shot=FILE: a per-type snapshot of every major appended; "" = off */
     char trace_file[512];         /* trace-file=PATH: the timeline (timeline.h); "" = off */

@@ -5,6 +5,7 @@
 #include "heap.h"
 #include "mark.h"
 #include "nursery.h"
+#include "threads.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -15,6 +16,10 @@
 #define MIN_NURSERY     ((size_t)64 << 10)
 #define NURSERY_FLOOR   ((size_t)256 << 10)   /* the adaptive nursery's smallest size */
 #define MIN_SAMPLE      ((uint64_t)64 << 10)  /* a minor of fewer nursery bytes measures nothing */
+#define CARD_NS_UNMEASURED 30.0   /* a dirty card's cost before a fit (ns; bench/graph at 2 ms: 25-35) */
+#define CARD_NS_MIN        5.0
+#define CARD_NS_MAX        2000.0
+#define CARD_BUDGET_MIN    1024u  /* cards a thread may always mark between minors */
 
 /* Written with the gc lock held only. allocated_since, allowance and
  * at_mark_start are also read without it (lull_policy_runway_used): they
@@ -43,7 +48,21 @@ static struct {
     double promoted_ema;        /* bytes a minor promotes (moving average, weight 1/4) */
     bool promoted_known;
     uint64_t over_target;       /* minors whose pause exceeded the target (read by lull_get_stats) */
+    /* The card budget (lull_policy_set_card_budgets): the cost of a dirty
+     * card in a minor's copying phase, fitted with the cost of a nursery
+     * byte (the s_ sums, see fit_card_cost); the cards each thread may
+     * newly mark in the minors' table before its barrier asks for a minor;
+     * whether the minor running now was so asked for; how many were
+     * (lull_get_stats). */
+    double s_hh, s_hc, s_cc, s_th, s_tc;
+    bool fit_known;
+    double card_ns;
+    uint32_t card_budget;
+    bool card_minor;
+    uint64_t minors_for_cards;
 } policy_g;
+
+static uint32_t card_budget_for(unsigned threads);
 
 static inline void put(uint64_t *field, uint64_t v)
 {
@@ -83,6 +102,11 @@ void lull_policy_init(void)
     policy_g.promoted_ema = 0;
     policy_g.promoted_known = false;
     __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&policy_g.minors_for_cards, 0, __ATOMIC_RELAXED);
+    policy_g.s_hh = policy_g.s_hc = policy_g.s_cc = policy_g.s_th = policy_g.s_tc = 0;
+    policy_g.fit_known = policy_g.card_minor = false;
+    policy_g.card_ns = CARD_NS_UNMEASURED;
+    __atomic_store_n(&policy_g.card_budget, card_budget_for(1), __ATOMIC_RELAXED);
     put(&policy_g.allocated_since, 0);
     put(&policy_g.at_mark_start, 0);
     policy_g.mark_start_ns = 0;
@@ -185,16 +209,64 @@ static size_t size_for_target(void)
     return n > (double)ceiling ? ceiling : (size_t)n;
 }
 
+/* The card budget: the cards whose scan alone would take what the target
+ * leaves beyond a minor's fixed cost, shared evenly among the attached
+ * threads, each at least CARD_BUDGET_MIN. A program's usual minors stay
+ * below it (the nursery is sized for their cards and copying together:
+ * size_for_target), so it ends only a run of card marking the nursery's
+ * allocation does not explain. (With half of that, most of the game loop's
+ * minors at 2 ms came from the barrier a little early, half as many again
+ * as before.) LULL_GC_DEBUG=card-budget=N sets it. */
+static uint32_t card_budget_for(unsigned threads)
+{
+    if (lull_cfg.card_budget)
+        return lull_cfg.card_budget;      /* LULL_GC_DEBUG=card-budget=N */
+    double room = (double)policy_g.target_ns - policy_g.fixed_ns;
+    double total = room > 0 ? room / policy_g.card_ns : 0;
+    double per = total / (threads ? threads : 1);
+    return per < CARD_BUDGET_MIN ? CARD_BUDGET_MIN : per > (double)(1u << 30) ? (1u << 30) : (uint32_t)per;
+}
+
 static void ema(double *v, bool *known, double sample)
 {
     *v = *known ? *v + (sample - *v) / 4 : sample;
     *known = true;
 }
 
-void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns)
+/* The cost of a dirty card. A minor's copying phase takes about
+ *     trace_ns = a * handed + b * cards
+ * (handed: nursery bytes handed out since the last minor, of which a share
+ * survives and is copied; cards: dirty cards scanned). a and b are fitted
+ * by least squares over every minor so far, each sum a moving average
+ * (weight 1/8 for the newest minor), and b is taken as the cost of a card
+ * once the two have varied apart enough to tell them apart (their squared
+ * correlation below 0.9) and b comes out positive; until then a card is
+ * taken to cost CARD_NS_UNMEASURED. Bounded to [CARD_NS_MIN, CARD_NS_MAX]. */
+static void fit_card_cost(double h, double c, double t)
 {
-    if (handed >= MIN_SAMPLE)
+    double w = policy_g.fit_known ? 1.0 / 8 : 1.0;
+    policy_g.s_hh += w * (h * h - policy_g.s_hh);
+    policy_g.s_hc += w * (h * c - policy_g.s_hc);
+    policy_g.s_cc += w * (c * c - policy_g.s_cc);
+    policy_g.s_th += w * (t * h - policy_g.s_th);
+    policy_g.s_tc += w * (t * c - policy_g.s_tc);
+    policy_g.fit_known = true;
+    double det = policy_g.s_hh * policy_g.s_cc - policy_g.s_hc * policy_g.s_hc;
+    if (!(det > 0.1 * policy_g.s_hh * policy_g.s_cc))
+        return;
+    double b = (policy_g.s_hh * policy_g.s_tc - policy_g.s_hc * policy_g.s_th) / det;
+    if (b > 0)
+        policy_g.card_ns = b < CARD_NS_MIN ? CARD_NS_MIN : b > CARD_NS_MAX ? CARD_NS_MAX : b;
+}
+
+void lull_policy_after_minor(uint64_t handed, uint64_t cards, uint64_t trace_ns, uint64_t pause_ns)
+{
+    fit_card_cost((double)handed, (double)cards, (double)trace_ns);
+    /* A minor the barrier asked for scanned more cards per nursery byte
+     * than the program's usual minors: it says nothing of those. */
+    if (handed >= MIN_SAMPLE && !policy_g.card_minor)
         ema(&policy_g.per_byte_ns, &policy_g.per_byte_known, (double)trace_ns / (double)handed);
+    policy_g.card_minor = false;
     if (pause_ns) {
         ema(&policy_g.fixed_ns, &policy_g.fixed_known, pause_ns > trace_ns ? (double)(pause_ns - trace_ns) : 0);
         if (pause_ns > policy_g.target_ns)
@@ -203,6 +275,32 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
     size_t n = size_for_target();
     lull_nursery_resize(n);
     policy_g.predicted_ns = policy_g.fixed_ns + policy_g.per_byte_ns * (double)lull_nursery_size();
+}
+
+uint64_t lull_policy_minors_for_cards(void)
+{
+    return __atomic_load_n(&policy_g.minors_for_cards, __ATOMIC_RELAXED);
+}
+
+double lull_policy_card_ns(void)
+{
+    return policy_g.card_ns;
+}
+
+uint32_t lull_policy_card_budget(void)
+{
+    return __atomic_load_n(&policy_g.card_budget, __ATOMIC_RELAXED);
+}
+
+void lull_policy_set_card_budgets(void)
+{
+    unsigned n = 0;
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        n++;
+    uint32_t b = card_budget_for(n);
+    __atomic_store_n(&policy_g.card_budget, b, __ATOMIC_RELAXED);
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        t->tlab->cards_left = b;
 }
 
 void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance)
@@ -322,6 +420,11 @@ int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **rea
         }
         return what;
     }
+    case LULL_POLICY_CARDS:
+        *reason = "dirty cards";
+        __atomic_fetch_add(&policy_g.minors_for_cards, 1, __ATOMIC_RELAXED);
+        policy_g.card_minor = true;
+        return LULL_GEN_NURSERY;
     case LULL_POLICY_NURSERY_FULL:
         /* Only a pause with a minor empties the nursery: a minor, or a
          * synchronous major (major=stw: the minor would promote into a

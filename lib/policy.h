@@ -35,6 +35,7 @@ typedef enum {
     LULL_POLICY_NURSERY_FULL,   /* a TLAB refill found no room in the nursery */
     LULL_POLICY_OUT_OF_MEMORY,  /* the major heap could not satisfy an allocation */
     LULL_POLICY_DEBUG_TICK,     /* LULL_GC_DEBUG=collect-every: the Nth allocation (arg = N) */
+    LULL_POLICY_CARDS,          /* a thread marked its share of the next minor's cards */
 } lull_policy_event;
 
 /* What to collect at `ev`: LULL_GEN_NURSERY, LULL_GEN_MAJOR,
@@ -67,9 +68,10 @@ double lull_policy_runway_used(void);
 
 /* The nursery's size for the pause target (gc lock held; the rule is in
  * policy.c): after every minor, the nursery bytes handed out before it,
- * its copying phase, and its whole pause (0 for a minor inside a major's
- * pause, whose pause measures more than the minor). Resizes the nursery. */
-void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns);
+ * the dirty cards it scanned, its copying phase, and its whole pause (0
+ * for a minor inside a major's pause, whose pause measures more than the
+ * minor). Resizes the nursery and fits the cost of a card. */
+void lull_policy_after_minor(uint64_t handed, uint64_t cards, uint64_t trace_ns, uint64_t pause_ns);
 /* Every minor's promoted bytes (gc lock held), and the EMPTY blocks'
  * bytes kept ready for the next minor's promotion (major.c). */
 void lull_policy_note_promoted(uint64_t bytes);
@@ -81,6 +83,13 @@ double lull_policy_predicted_minor_ns(void);
 void lull_policy_set_pause_target(uint64_t ns);
 uint64_t lull_policy_pause_target(void);
 uint64_t lull_policy_minors_over_target(void);
+/* Cards a thread may newly mark in the minors' table before its barrier
+ * asks for a minor (lull__cards_slow), and setting that share in every
+ * attached thread's TLAB (world stopped, after a minor). */
+uint32_t lull_policy_card_budget(void);
+double   lull_policy_card_ns(void);    /* a dirty card's cost as fitted (the log) */
+uint64_t lull_policy_minors_for_cards(void);
+void     lull_policy_set_card_budgets(void);
 
 /* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
  * cut to a power of two at most an eighth of max-heap-size. */

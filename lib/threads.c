@@ -107,7 +107,7 @@ int lull_threads_attach(void)
     t->pthread = pthread_self();
     t->tlab = &lull__tlab;
     t->tlab_log = UINT32_MAX;
-    lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE };
+    lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, lull_policy_card_budget() };
     lull_gc_lock();
     t->next = threads_g.registry;
     if (threads_g.registry)

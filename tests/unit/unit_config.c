@@ -82,8 +82,11 @@ int main(void)
     setenv("LULL_GC_DEBUG", "heap-shot=/tmp/shots.txt,verify", 1);
     c = parse_ok(NULL);
     UCHECK(!strcmp(c.heap_shot_file, "/tmp/shots.txt") && c.verify, "heap-shot=FILE");
+    setenv("LULL_GC_DEBUG", "card-budget=256", 1);
+    c = parse_ok(NULL);
+    UCHECK(c.card_budget == 256, "card-budget=256");
     const char *badd[] = { "verify=1", "collect-every", "collect-every=0", "fail-mmap=x", "nonsense",
-                           "heap-shot", "heap-shot=" };
+                           "heap-shot", "heap-shot=", "card-budget", "card-budget=0", "card-budget=1073741825" };
     for (size_t i = 0; i < sizeof badd / sizeof *badd; i++) {
         setenv("LULL_GC_DEBUG", badd[i], 1);
         parse_bad(NULL);
