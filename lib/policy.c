@@ -294,10 +294,7 @@ uint32_t lull_policy_card_budget(void)
 
 void lull_policy_set_card_budgets(void)
 {
-    unsigned n = 0;
-    for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        n++;
-    uint32_t b = card_budget_for(n);
+    uint32_t b = card_budget_for(lull_threads_count());
     __atomic_store_n(&policy_g.card_budget, b, __ATOMIC_RELAXED);
     for (lull_thread *t = lull_threads_first(); t; t = t->next)
         t->tlab->cards_left = b;
