@@ -15,7 +15,12 @@
  * nothing: minors must run during the loop (minors_for_cards counts them),
  * and after it every reference must lead to its intact target. The
  * targets are held by precise roots only, so a minor moves them and the
- * old objects' slots must have been updated. Then LULL_GC_DEBUG=
+ * old objects' slots must have been updated. The target is 500 us so that
+ * the loop marks more cards than any fitted budget allows: a card is taken
+ * to cost at least 5 ns (CARD_NS_MIN, policy.c), so the budget is at most
+ * 100,000 cards. (At 2 ms it could reach 400,000, and it did pass 160,000
+ * once in CI, under ASan, when the fit came out below 12.5 ns a card.)
+ * Then LULL_GC_DEBUG=
  * card-budget=100 runs a minor for every 100 new cards: 40 batches of
  * 1,000 stores to new young targets run at least 40.
  */
@@ -108,9 +113,9 @@ static NOINLINE void verify(uint32_t n, bool same)
     }
 }
 
-static void start(void)
+static void start(const char *params)
 {
-    CHECK(lull_init("nursery-size=8m,pause-target=2ms") == 0, "lull_init");
+    CHECK(lull_init(params) == 0, "lull_init");
     CHECK(lull_root_add(&olds, sizeof olds) == 0, "lull_root_add");
     CHECK(lull_root_add_refs(targets, NTARGETS) == 0, "lull_root_add_refs");
     make_olds();
@@ -120,7 +125,7 @@ int main(void)
 {
     /* The fitted budget: the loop runs a minor. */
     unsetenv("LULL_GC_DEBUG");
-    start();
+    start("nursery-size=8m,pause-target=500us");
     make_targets();
     lull_stats before = stats();
     link_range(0, NOLD);
@@ -137,7 +142,7 @@ int main(void)
     /* LULL_GC_DEBUG=card-budget=100: batches of 1,000 stores, each to new
      * young targets, each runs a minor. */
     setenv("LULL_GC_DEBUG", "card-budget=100", 1);
-    start();
+    start("nursery-size=8m,pause-target=2ms");
     enum { BATCHES = 40, BATCH = 1000 };
     before = stats();
     for (uint32_t b = 0; b < BATCHES; b++) {
