@@ -10,8 +10,9 @@
  *    allocate garbage of another type all along;
  *  - after the kept objects are dropped too, the next shot reports none of
  *    them, with the noise threads still allocating; all of this CYCLES
- *    times (under the sanitizers one extra object per type and check is
- *    allowed: see keep_and_drop) (a dropped object kept alive by a stale word showed in about
+ *    times (beyond the dropped objects whose weak handles show them kept,
+ *    one more per type and check is allowed: see keep_and_drop) (a
+ *    dropped object kept alive by a stale word showed in about
  *    one cycle in five before lull cleared the collector's addresses out of
  *    a collecting thread's registers, and one in thirty before TLABs and
  *    fragments ended a granule short of the next object: see the comment
@@ -51,6 +52,12 @@ static lull_handle weak_of[2 * N_ALL + 1];
 static unsigned weak_type[2 * N_ALL + 1];
 static bool weak_kept[2 * N_ALL + 1];
 static unsigned nweak;
+/* Dropped objects of earlier cycles whose weak handle was still set at the
+ * end of their cycle (a stale word kept them): a shot may count them too
+ * (see keep_and_drop). */
+static lull_handle left_of[2 * N_ALL + 1];
+static unsigned left_type[2 * N_ALL + 1];
+static unsigned nleft;
 static void *conservative_slot[1];       /* a conservative root range: pins a nursery node */
 
 static atomic_bool stop;
@@ -150,6 +157,9 @@ static void shot_fn(const lull_type_usage *u, size_t n, void *data)
     for (unsigned i = 0; i < nweak; i++)
         if ((all_dropped || !weak_kept[i]) && weak_set(weak_of[i]))
             still_alive[weak_type[i]]++;
+    for (unsigned i = 0; i < nleft; i++)
+        if (weak_set(left_of[i]))
+            still_alive[left_type[i]]++;
     for (size_t i = 0; i < n; i++) {
         CHECK(u[i].type && u[i].objects > 0 && u[i].bytes >= u[i].objects * 16,
               "entry %zu: type %p objects %" PRIu64 " bytes %" PRIu64, i, (const void *)u[i].type, u[i].objects,
@@ -174,7 +184,8 @@ static void keep_and_drop(int cycle, const uint64_t counts[4], const uint64_t mi
         for (unsigned w = 0; w < 4; w++) {
             CHECK(want[w].seen == 1, "cycle %d round %d: type %s reported %u times", cycle, round, want[w].t->name,
                   want[w].seen);
-            CHECK(want[w].objects >= counts[w] + still_alive[w] && want[w].objects <= counts[w] + SLACK,
+            CHECK(want[w].objects >= counts[w] + still_alive[w] &&
+                      want[w].objects <= counts[w] + still_alive[w] + SLACK,
                   "cycle %d round %d: %" PRIu64 " live objects of %s, expected %" PRIu64 " kept and %" PRIu64
                   " dropped ones its mark found alive", cycle, round, want[w].objects, want[w].t->name, counts[w],
                   still_alive[w]);
@@ -218,24 +229,49 @@ static void keep_and_drop(int cycle, const uint64_t counts[4], const uint64_t mi
      * noise_main's own frame (an old allocation pointer); under
      * AddressSanitizer (larger frames) in one run of 30 cycles in ten, in
      * the optimized build on a loaded machine in 3 runs of 150, one extra
-     * object each time. So a shot may report at most SLACK objects of a
-     * type beyond the kept ones. Every object is also watched by a WEAK
+     * object each time. So a shot may report SLACK objects of a type
+     * beyond those it can explain. Every object is also watched by a WEAK
      * handle: the shot must count at least the kept objects plus the
      * dropped ones its mark kept as far as their handles, read right
      * after it, show. (Not exactly those: a dropped nursery object that a
      * stale word pinned through the shot's minor can be found dead by a
-     * noise thread's minor before the callback reads its handle.) */
+     * noise thread's minor before the callback reads its handle.) At most
+     * that many, plus SLACK: the dropped objects whose handles show them
+     * alive are explained, SLACK more may be kept by a word the handles
+     * did not see. (CI's TSan run of heap_shot_w4 once found 7 large
+     * objects: the 5 kept and 2 dropped ones, both with their handles set,
+     * at most 6 allowed then: a stale word inside a 160 KB array keeps it,
+     * interior pointers being references.) The dropped objects of earlier
+     * cycles still alive at the end of theirs stay watched (left_of), as a
+     * stale word may keep one through the next cycle too. */
     memset(keep, 0, sizeof keep);
     conservative_slot[0] = NULL;
     all_dropped = true;
     CHECK(lull_heap_shot(shot_fn, NULL) == 0, "lull_heap_shot after dropping");
     all_dropped = false;
     for (unsigned w = 0; w < 4; w++)
-        CHECK(want[w].objects >= still_alive[w] && want[w].objects <= SLACK, "cycle %d: type %s: %" PRIu64 " of %"
+        CHECK(want[w].objects >= still_alive[w] && want[w].objects <= still_alive[w] + SLACK,
+              "cycle %d: type %s: %" PRIu64 " of %"
               PRIu64 " objects reported after everything was dropped, %" PRIu64 " found alive by the mark",
               cycle, want[w].t->name, want[w].objects, counts[w], still_alive[w]);
-    for (unsigned i = 0; i < nweak; i++)
-        lull_handle_free(weak_of[i]);
+    unsigned kept_left = 0;
+    for (unsigned i = 0; i < nleft; i++) {
+        if (weak_set(left_of[i])) {
+            left_type[kept_left] = left_type[i];
+            left_of[kept_left++] = left_of[i];
+        } else {
+            lull_handle_free(left_of[i]);
+        }
+    }
+    nleft = kept_left;
+    for (unsigned i = 0; i < nweak; i++) {
+        if (weak_set(weak_of[i]) && nleft < sizeof left_of / sizeof left_of[0]) {
+            left_type[nleft] = weak_type[i];
+            left_of[nleft++] = weak_of[i];
+        } else {
+            lull_handle_free(weak_of[i]);
+        }
+    }
     nweak = 0;
     dropped_alive_total += still_alive[0] + still_alive[1] + still_alive[2] + still_alive[3];
     extra_total += want[0].objects + want[1].objects + want[2].objects + want[3].objects;
@@ -322,6 +358,8 @@ int main(void)
     CHECK(calls == 4 * CYCLES, "callback ran %u times", calls);
     if (file)
         check_debug_file(file, get_stats().collections_major);
+    for (unsigned i = 0; i < nleft; i++)
+        lull_handle_free(left_of[i]);
     lull_root_remove(keep);
     lull_root_remove(conservative_slot);
     lull_shutdown();
