@@ -14,6 +14,9 @@
  *   check-cards     a reference stored into an old object without lull_store
  *   verify-nursery  the same store: after the minor the slot points into the
  *                   evacuated nursery
+ *   check-cards-young-large, verify-nursery-young-large
+ *                   the same store into a young large array: a minor scans
+ *                   only its marked cards too
  *   clear-nursery   the same store, then the stale reference is read: the
  *                   evacuated nursery reads 0xdb
  *   check-mod-union, verify-concurrent
@@ -313,6 +316,68 @@ static void case_clear_nursery(bool fault)
     child_done();
 }
 
+/* The same fault in a young large array (lib/heap.h): one allocated since
+ * the last minor, held by a precise root. Such an array is the young
+ * generation's, but a minor scans only its marked cards (nursery.c:
+ * scan_young_large), so a plain store into it is lost as one into an old
+ * object is. */
+#define YOUNG_ARRAY_LEN  4096u      /* 32 KiB: a large object */
+#define YOUNG_ARRAY_SLOT 1234u
+static NOINLINE void make_young_array(void)
+{
+    lull_collect(LULL_GEN_NURSERY);  /* nothing young but what follows */
+    g_old = roots[0] = lull_alloc_array(&refs_type, YOUNG_ARRAY_LEN);
+    CHECK(g_old != NULL, "lull_alloc_array failed");
+}
+
+static NOINLINE void store_young_in_array(bool barrier)
+{
+    struct refs *a = g_old;
+    if (barrier)
+        lull_store(a, &a->item[YOUNG_ARRAY_SLOT], g_young);
+    else
+        a->item[YOUNG_ARRAY_SLOT] = g_young;
+}
+
+static NOINLINE void check_array_slot(uint64_t id)
+{
+    const struct refs *a = g_old;
+    CHECK(tnode_ok(a->item[YOUNG_ARRAY_SLOT], id), "the young array's node was lost");
+}
+
+static void case_check_cards_young_large(bool fault)
+{
+    child_init();
+    make_young_array();
+    make_young(6);
+    store_young_in_array(!fault);
+    expect_line("lull: check-cards: object %p (type test-refs): the reference at offset %zu to "
+                "nursery object %p was stored without marking its card (every store of a "
+                "reference into a heap object must go through lull_store)",
+                g_old, offsetof(struct refs, item) + YOUNG_ARRAY_SLOT * sizeof(void *), g_young);
+    clobber_stack();
+    lull_collect(LULL_GEN_NURSERY);
+    if (!fault)
+        check_array_slot(6);
+    child_done();
+}
+
+static void case_verify_nursery_young_large(bool fault)
+{
+    child_init();
+    make_young_array();
+    make_young(7);
+    store_young_in_array(!fault);
+    expect_line("lull: verify-nursery: object %p type test-refs: slot %p points to %p in the "
+                "evacuated nursery, not to a surviving (pinned) object",
+                g_old, (void *)&((struct refs *)g_old)->item[YOUNG_ARRAY_SLOT], g_young);
+    clobber_stack();
+    lull_collect(LULL_GEN_NURSERY);
+    if (!fault)
+        check_array_slot(7);
+    child_done();
+}
+
 /* verify-missed: the holder's reference is hidden from the marker. */
 static NOINLINE void make_hidden_target(void)
 {
@@ -584,6 +649,8 @@ static const struct dcase {
     { "poison",         "poison",         case_poison },
     { "check-cards",    "check-cards",    case_check_cards },
     { "verify-nursery", "verify-nursery", case_verify_nursery },
+    { "check-cards-young-large", "check-cards", case_check_cards_young_large },
+    { "verify-nursery-young-large", "verify-nursery", case_verify_nursery_young_large },
     { "clear-nursery",  "clear-nursery",  case_clear_nursery },
     { "check-mod-union", "check-mod-union,mark-delay=2000", case_check_mod_union },
     { "verify-concurrent", "verify-concurrent,mark-delay=2000", case_verify_concurrent },
