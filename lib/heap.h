@@ -455,8 +455,8 @@ uint64_t lull_los_sweep(void);
  * an old root. It survives only if the minor reaches it (from a root, a
  * dirty card, a survivor or another young large object), and is then
  * scanned: its marked cards only, which no minor clears while it is young
- * and unreached, or whole while a concurrent mark runs (nursery.c:
- * scan_young_large); otherwise the minor frees it. One no larger than the
+ * and unreached (nursery.c: scan_young_large); otherwise the minor frees
+ * it. One no larger than the
  * nursery stays young for LULL_LOS_YOUNG_MINORS minors (scanned so at
  * each), and the old slots that point to it keep their cards dirty
  * meanwhile, as they do for a pinned nursery object. A minor
@@ -510,6 +510,9 @@ static inline bool lull_los_reach(uintptr_t obj)
     return !(__atomic_fetch_or(y, LULL_LARGE_REACHED, __ATOMIC_RELAXED) & LULL_LARGE_REACHED);
 }
 
+/* Does young large object obj, reached by the minor running now, stay
+ * young after it (else it becomes old)? may_age: as lull_los_end_minor's. */
+bool lull_los_stays_young(uintptr_t obj, bool may_age);
 /* At the end of a minor (one thread): of the young large objects, those
  * not reached (nor marked by a running concurrent mark) are freed (made
  * old while a mark runs); the

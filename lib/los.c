@@ -142,11 +142,18 @@ static void drop_ref(void **slot, void *ctx)
     __atomic_store_n(slot, NULL, __ATOMIC_RELAXED);
 }
 
+bool lull_los_stays_young(uintptr_t obj, bool may_age)
+{
+    const lull_block *b = lull_block_of(obj);
+    uint32_t seen = __atomic_load_n(&b->young, __ATOMIC_RELAXED) >> 1;
+    return may_age && seen < LULL_LOS_YOUNG_MINORS && b->large_size <= (size_t)(lull_nursery_end - lull_nursery_start) &&
+           !lull_is_marked(obj);
+}
+
 uint64_t lull_los_end_minor(bool may_age)
 {
     uint64_t freed = 0;
     uint32_t i = los_g.young_head;
-    size_t nursery = lull_nursery_end - lull_nursery_start;
     bool marking = lull_marking();
     los_g.young_head = LULL_NO_BLOCK;
     los_g.nyoung = 0;
@@ -157,14 +164,13 @@ uint64_t lull_los_end_minor(bool may_age)
         uint32_t next = b->next, y = __atomic_load_n(&b->young, __ATOMIC_RELAXED);
         uintptr_t obj = lull_block_addr(i);
         bool reached = y & LULL_LARGE_REACHED;
-        uint32_t seen = y >> 1;
-        if (reached && may_age && seen < LULL_LOS_YOUNG_MINORS && b->large_size <= nursery &&
-            !lull_is_marked(obj)) {
-            young_add(i, seen + 1);
+        if (reached && lull_los_stays_young(obj, may_age)) {
+            young_add(i, (y >> 1) + 1);
         } else {
             __atomic_store_n(&b->young, 0, __ATOMIC_RELAXED);
-            /* Old from here on: black while a mark runs (allocate black,
-             * mark.h), its children greyed as this minor scanned it. */
+            /* Old from here on: marked while a mark runs (allocate black,
+             * mark.h), and handed to the markers to scan as this minor
+             * scanned only its dirty cards (nursery.c: scan_young_large). */
             if (reached)
                 lull_mark_allocated(obj);
             /* Kept unreached (a mark runs, or marked it): it is garbage

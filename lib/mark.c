@@ -343,6 +343,11 @@ void lull_mark_grey_from_minor(lull_tracer *tr, uintptr_t v)
     mark_ref(tr, v);
 }
 
+void lull_mark_grey_made_old(lull_tracer *tr, uintptr_t obj)
+{
+    lull_tracer_push(tr, obj);
+}
+
 void lull_mark_adopt_from_minor(lull_tracer *tr)
 {
     lull_grey_section *chain = lull_tracer_take(tr);

@@ -75,6 +75,10 @@ void lull_mark_drain(lull_tracer *tr);
  * each such tracer's grey objects to the mark with adopt_from_minor at
  * its end (one thread). */
 void lull_mark_grey_from_minor(lull_tracer *tr, uintptr_t v);
+/* The same minor: young large object obj becomes old at its end, marked
+ * then (lull_los_end_minor); its slots are the markers' to scan, a slice
+ * at a time while the world runs (nursery.c: scan_young_large). */
+void lull_mark_grey_made_old(lull_tracer *tr, uintptr_t obj);
 void lull_mark_adopt_from_minor(lull_tracer *tr);
 /* After a drain, in the same pause: blacken what was greyed since (the
  * objects kept for their finalizers), with every marker; the counts of

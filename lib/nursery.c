@@ -101,6 +101,7 @@ static struct {
      * scanned, copies drained) in ns. */
     uint64_t handed, trace_ns;
     uint64_t large_freed;         /* young large objects the last minor freed, bytes */
+    bool may_age;                 /* this minor's: young large objects it reaches may stay young */
     uint64_t cards;               /* dirty cards the last minor scanned */
     uint64_t kept;                /* bytes the last minor left in place, pinned */
     /* A copy could not be made since the last major: the heap is full, and
@@ -865,34 +866,39 @@ static void forward_black_slot(void **slotp, void *ctx)
         lull_mark_grey_from_minor(&mt->mark_tr, v);
 }
 
-/* A young large object this minor reached (heap.h). Outside a concurrent
- * mark only its marked cards are scanned: it was zeroed when allocated,
- * and every reference into the young generation stored in it since marked
- * a card (lull_store) that no minor cleared (list_card_work leaves a young
- * one's cards alone), or one this scan left marked for a slot still
- * pointing there. (bench/graph's first minor at 2 ms read its fresh 32 MB
- * node array whole for 16 KiB of survivors: 9-17 ms.) While a mark runs
- * it is scanned whole, as a black object's must be (allocate black,
- * mark.h): the references stored before the mark began marked no card
- * the mark reads. Its cards are cleared first; the scan marks again those
- * of slots that still point into the young generation. One tracer scans
- * the object, so its cards are this tracer's alone. A slot to a cemented
- * object keeps its card clean, as an old slot does (old_slot_to_young):
- * the next major marks it again, a synchronous one because its minor
- * makes the object old and its mark visits it, a concurrent one because
- * its final pause visits every young large object (mark.c: visit,
- * final_young_part) before the cement table is forgotten. */
+/* A young large object this minor reached (heap.h): only its marked cards
+ * are scanned. It was zeroed when allocated, and every reference into the
+ * young generation stored in it since marked a card (lull_store) that no
+ * minor cleared (list_card_work leaves a young one's cards alone), or one
+ * this scan left marked for a slot still pointing there. (bench/graph's
+ * first minor at 2 ms read its fresh 32 MB node array whole for 16 KiB of
+ * survivors: 9-17 ms; a minor during a mark that reached it, 6.4 ms.)
+ * The same while a concurrent mark runs, and what it leads to in the old
+ * generation is left to the mark. If it stays young, the final pause
+ * visits it as a root, as it visits the nursery (mark.c:
+ * final_young_part). If this minor makes it old (lull_los_stays_young), it
+ * is marked at the end of the minor (allocate black, los.c) and goes to
+ * the markers here, grey, to be scanned a slice at a time while the world
+ * runs, as any large object the mark reaches; a store into it after that
+ * marks its union card, rescanned as it is marked. Its union cards from
+ * before are no help: the preclean clears the union cards of unmarked
+ * objects without scanning them (mark.c: rescan_card), and without this
+ * scan stress_graph lost objects (young_large_cards, part 3, plants the
+ * case). (It used to be scanned whole here, its old children greyed: 6.4
+ * ms for graph's 32 MB array.) One tracer scans the object, so its cards
+ * are this tracer's alone. A slot to a cemented object keeps its card clean, as an
+ * old slot does (old_slot_to_young): the next major marks it again, a
+ * synchronous one because its minor makes the object old and its mark
+ * visits it, a concurrent one because its final pause visits every young
+ * large object (mark.c: visit), and the union card old_slot_to_young
+ * marked of one made old meanwhile, before the cement table is forgotten
+ * (young_large_cards). */
 static void scan_young_large(minor_tracer *mt, uintptr_t obj)
 {
     uint8_t *cards = lull_heap_g.cards;
     size_t size = lull_block_of(obj)->large_size;
     size_t c0 = (obj - lull_heap_g.start) >> LULL_CARD_SHIFT;
     size_t c1 = (obj + size - 1 - lull_heap_g.start) >> LULL_CARD_SHIFT;
-    if (lull_marking()) {
-        memset(cards + c0, LULL_CARD_CLEAN, c1 - c0 + 1);
-        lull_trace_slots(obj, forward_black_slot, mt);
-        return;
-    }
     for (size_t c = c0; c <= c1; c++) {
         if (!(c & 7) && c + 8 <= c1 + 1) {      /* eight clean cards at once (c0 starts a block) */
             uint64_t w;
@@ -909,6 +915,8 @@ static void scan_young_large(minor_tracer *mt, uintptr_t obj)
         uintptr_t lo = lull_heap_g.start + (c << LULL_CARD_SHIFT);
         each_slot_in(obj, lo, lo + ((uintptr_t)1 << LULL_CARD_SHIFT), forward_old_slot, mt);
     }
+    if (lull_marking() && !lull_los_stays_young(obj, nursery_g.may_age))
+        lull_mark_grey_made_old(&mt->mark_tr, obj);
 }
 
 static void scan_gray(minor_tracer *mt, uintptr_t obj)
@@ -1275,6 +1283,7 @@ static uintptr_t minor_fate(uintptr_t v, void *ctx)
 
 uint64_t lull_nursery_collect(bool may_age)
 {
+    nursery_g.may_age = may_age;
     unsigned ntracers = lull_workers_count() + 1;
     lull_tracer tr = { .id = 0, .spill = spill_gray };
     nursery_g.parallel = ntracers > 1;

@@ -1,11 +1,11 @@
 /*
  * young_large_cards — a minor scans only the marked cards of a young large
- * object it reaches (lib/nursery.c: scan_young_large), outside a
- * concurrent mark.
+ * object it reaches (lib/nursery.c: scan_young_large).
  *
- *  1. Card-limited: a fresh 1 MiB reference array holds one nursery node
- *     stored with lull_store and a second stored with a plain store (no
- *     card; a misuse, made here on purpose). After a minor the first slot
+ *  1. Card-limited, outside a mark and during one: a fresh 1 MiB reference
+ *     array holds one nursery node stored with lull_store and a second
+ *     stored with a plain store (no card; a misuse, made here on purpose).
+ *     After a minor the first slot
  *     leads to the node's copy, and the second still holds the node's old
  *     address: the minor did not read that card. (Before, a minor read the
  *     whole array and updated both: bench/graph's first minor at 2 ms read
@@ -26,6 +26,17 @@
  *     if a card was left clean. (With visit() marking no card of a young
  *     large object, the first run reads a stale node and the second
  *     aborts.)
+ *
+ *  3. Made old during a mark: while the markers crawl a chain of old nodes
+ *     (mark-delay), node X moves from the chain's unscanned end into a
+ *     young array allocated during the mark; the preclean clears the
+ *     array's union card without scanning it (unmarked), and the array's
+ *     second minor makes it old and marked. The minor hands it to the
+ *     markers (lull_mark_grey_made_old); without that, verify-concurrent
+ *     aborts at the final pause with X reachable and unmarked (checked),
+ *     as stress_graph lost objects in 4 runs of 6.
+ *
+ *  Parts 1 and 3 also run with verify-concurrent and check-mod-union.
  */
 #include "check.h"
 
@@ -83,27 +94,81 @@ static NOINLINE void plant(void)
     far_before = (uintptr_t)n2;
 }
 
-static NOINLINE void card_limited(void)
+/* Start a concurrent mark with a dropped 8 MiB array (the allowance of a
+ * new heap is 4 MiB), stretched by mark-delay so that it still runs after
+ * what follows; its final pause waits for the next allocation's decision. */
+static NOINLINE void start_mark(void)
+{
+    for (int i = 0; i < 4 && !mark_running; i++)
+        CHECK(lull_alloc_array(&refs_type, BIG * 8), "lull_alloc_array");
+    CHECK(mark_running, "no concurrent mark began");
+}
+
+/* Old nodes reachable only through the array's slots: the array's card
+ * scans never see them; a mark must. */
+#define NOLDREF 64u
+#define OLDREF_AT(i) (20 + (size_t)(i) * 1000)
+static NOINLINE void store_old_refs(void)
+{
+    refs *a = proots[0];
+    refs *hold = lull_alloc_array(&refs_type, NOLDREF);
+    CHECK(hold, "lull_alloc_array");
+    proots[1] = hold;
+    for (uint32_t i = 0; i < NOLDREF; i++)
+        lull_store(hold, &hold->item[i], tnode_new(500 + i));
+    lull_collect(LULL_GEN_NURSERY);    /* the nodes are old, the array still young */
+    hold = proots[1];
+    for (uint32_t i = 0; i < NOLDREF; i++)
+        lull_store(a, &a->item[OLDREF_AT(i)], hold->item[i]);
+    proots[1] = NULL;
+}
+
+static NOINLINE void check_old_refs(const char *when)
+{
+    const refs *a = proots[0];
+    for (uint32_t i = 0; i < NOLDREF; i++)
+        CHECK(tnode_ok(a->item[OLDREF_AT(i)], 500 + i), "%s: old node %u behind the array is lost", when, i);
+}
+
+static NOINLINE void card_limited(bool in_mark)
 {
     lull_collect(LULL_GEN_NURSERY);    /* nothing young but the array */
+    if (in_mark)
+        start_mark();
     make_big();
-    /* Its allocation may start a mark; one that scans the array after the
-     * stores below marks the card of every slot into the nursery. */
-    end_mark();
+    if (!in_mark) {
+        /* Its allocation may start a mark; one that scans the array after
+         * the stores below marks the card of every slot into the nursery. */
+        end_mark();
+        store_old_refs();
+    }
     plant();
-    CHECK(!mark_running, "a concurrent mark began");
+    CHECK(mark_running == in_mark, "a concurrent mark %s", in_mark ? "ended" : "began");
     clobber_stack();
     lull_collect(LULL_GEN_NURSERY);
+    CHECK(mark_running == in_mark, "a concurrent mark %s", in_mark ? "ended" : "began");
     refs *a = proots[0];
     CHECK(tnode_ok(a->item[10], 1), "the node stored with lull_store was lost");
     CHECK(proots[1] != (void *)far_before, "node 2 did not move (pinned?): the test shows nothing");
-    printf("young_large_cards: slot 10 -> %p (moved), slot %zu -> %p (node now at %p)\n", a->item[10], FAR,
-           a->item[FAR], proots[1]);
+    printf("young_large_cards: %s: slot 10 -> %p (moved), slot %zu -> %p (node now at %p)\n",
+           in_mark ? "during a mark" : "no mark", a->item[10], FAR, a->item[FAR], proots[1]);
     CHECK((uintptr_t)a->item[FAR] == far_before,
           "the minor updated a slot on a card no store marked: it read the young array whole");
     lull_store(a, &a->item[FAR], proots[1]);     /* made right again */
     CHECK(tnode_ok(a->item[FAR], 2), "node 2");
-    proots[0] = proots[1] = NULL;
+    proots[1] = NULL;
+    if (!in_mark) {
+        /* Its second minor makes the array old during a mark, which must
+         * scan it: the old nodes it holds have no other reference. */
+        start_mark();
+        lull_collect(LULL_GEN_NURSERY);
+        CHECK(mark_running, "the concurrent mark ended");
+        end_mark();
+        check_old_refs("after the mark the array became old in");
+        lull_collect(LULL_GEN_MAJOR);
+        check_old_refs("after one more major");
+    }
+    proots[0] = NULL;
 }
 
 /* ---- 2. cementing ---- */
@@ -194,18 +259,110 @@ static NOINLINE void cemented(const char *debug)
     lull_shutdown();
 }
 
-int main(void)
+/* ---- 3. made old during a mark ---- */
+
+#define CHAIN 320u
+static struct tnode *chain_end;        /* no root: reached through proots[2] */
+
+/* An old chain of CHAIN nodes from proots[2]; its last node's `next` is
+ * the only reference to node X (id 4242), old too. */
+static NOINLINE void make_chain(void)
 {
-    unsetenv("LULL_GC_DEBUG");
+    struct tnode *head = tnode_new(0);
+    proots[2] = head;
+    struct tnode *t = head;
+    for (uint32_t i = 1; i < CHAIN; i++) {
+        struct tnode *n = tnode_new(i);
+        LULL_SET(t, next, n);
+        t = n;
+    }
+    LULL_SET(t, next, tnode_new(4242));
+}
+
+/* After the thread that made it ended (its stack pinned some of it): all
+ * old, none left in the nursery, which the initial pause visits as roots. */
+static NOINLINE void find_chain_end(void)
+{
+    lull_collect(LULL_GEN_NURSERY);
+    lull_collect(LULL_GEN_NURSERY);
+    struct tnode *t;
+    for (t = proots[2]; t->next->id != 4242; t = t->next)
+        ;
+    chain_end = t;
+}
+
+/* While the markers crawl down the chain (mark-delay): X moves from the
+ * chain's end, not scanned yet, into a young array allocated during the
+ * mark (its union card marked), and the chain lets go of it. */
+static NOINLINE void move_x(void)
+{
+    refs *a = lull_alloc_array(&refs_type, 4096);
+    CHECK(a, "lull_alloc_array");
+    proots[0] = a;
+    lull_store(a, &a->item[100], chain_end->next);
+    LULL_SET(chain_end, next, (struct tnode *)NULL);
+}
+
+/* The classic lost object, planted: the preclean clears the array's union
+ * card without scanning it (it is unmarked); the array's second minor
+ * makes it old and marked; the rest of the mark must still scan it. With
+ * the array scanned by nothing, X stays white and is freed by the final
+ * pause's sweep: verify-concurrent aborts there ("reachable but not
+ * marked"), and without it the check below reads a freed node. */
+static NOINLINE void made_old_in_mark(void)
+{
+    CHECK(setenv("LULL_GC_DEBUG", "mark-delay=20000,verify-concurrent", 1) == 0, "setenv");
     CHECK(lull_init(NULL) == 0, "lull_init");
     CHECK(lull_root_add_refs(proots, 4) == 0, "lull_root_add_refs");
     lull_set_pause_hook(hook, NULL);
-    card_limited();
+    CHECK(lull_set_allow_synchronous_major(false), "lull_set_allow_synchronous_major");
+    /* In a thread of its own: no register or stack word of this one may
+     * hold X when the mark begins (it would be marked as a root). */
+    run_in_fresh_thread(make_chain);
+    run_in_fresh_thread(find_chain_end);
+    clobber_stack();
+    /* Started by dropped byte arrays: they count against the allowance as
+     * they are allocated, and have no slots for the markers to crawl. */
+    for (int i = 0; i < 8 && !mark_running; i++)
+        CHECK(lull_alloc_array(&bytes_type, 4 << 20), "lull_alloc_array");
+    CHECK(mark_running, "no concurrent mark began");
+    move_x();
+    /* The chain takes the markers CHAIN / 64 sleeps of 20 ms; then the
+     * grey stacks are dry and the preclean runs. */
+    usleep(1500 * 1000);
+    clobber_stack();
+    lull_collect(LULL_GEN_NURSERY);    /* the array's first: it stays young */
+    lull_collect(LULL_GEN_NURSERY);    /* its second: old, and marked */
+    CHECK(mark_running, "the concurrent mark ended before the array became old: the test shows nothing");
+    end_mark();
+    lull_collect(LULL_GEN_MAJOR);
+    const refs *a = proots[0];
+    CHECK(tnode_ok(a->item[100], 4242), "node X, held only by an array made old during a mark, was lost");
+    puts("young_large_cards: an array made old during a mark kept what it held");
+    for (size_t i = 0; i < 4; i++)
+        proots[i] = NULL;
     lull_root_remove(proots);
     lull_shutdown();
+}
+
+int main(void)
+{
+    for (int in_mark = 0; in_mark < 2; in_mark++) {
+        CHECK(setenv("LULL_GC_DEBUG", "mark-delay=20000,verify-concurrent,check-mod-union", 1) == 0, "setenv");
+        CHECK(lull_init(NULL) == 0, "lull_init");
+        CHECK(lull_root_add_refs(proots, 4) == 0, "lull_root_add_refs");
+        lull_set_pause_hook(hook, NULL);
+        /* Marks end when done, not when the allowance is used up. */
+        CHECK(lull_set_allow_synchronous_major(false), "lull_set_allow_synchronous_major");
+        card_limited(in_mark);
+        end_mark();
+        lull_root_remove(proots);
+        lull_shutdown();
+    }
 
     cemented(NULL);
     cemented("check-cards,verify-nursery");
+    made_old_in_mark();
     puts("young_large_cards: ok");
     return 0;
 }
