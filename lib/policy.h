@@ -87,7 +87,7 @@ uint64_t lull_policy_minors_over_target(void);
  * asks for a minor (lull__cards_slow), and setting that share in every
  * attached thread's TLAB (world stopped, after a minor). */
 uint32_t lull_policy_card_budget(void);
-double   lull_policy_card_ns(void);    /* a dirty card's cost as fitted (the log) */
+double   lull_policy_card_ns(void);    /* a dirty card's cost, as the budget counts it (the log) */
 uint64_t lull_policy_minors_for_cards(void);
 void     lull_policy_set_card_budgets(void);
 

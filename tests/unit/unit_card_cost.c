@@ -1,0 +1,65 @@
+/* The card budget's cost of a card (policy.c: lull_policy_card_ns). The
+ * least-squares fit follows the usual minors, whose cards are few; a minor
+ * the barrier asked for is mostly cards, scattered ones that cost more.
+ * On bench/graph at 2 ms the fit said 30 ns a card while the edge loop's
+ * cards took 75-112: budgets of 64,000 cards and minors of 4.8-7.3 ms.
+ *
+ * Here 64 usual minors (1-3 MiB handed out, 1 ns a byte; 200-2,000 cards,
+ * 30 ns each, 0.1 ms fixed) fit 30 ns; the budget still counts 100 ns a
+ * card, as no minor the barrier asked for has measured one: 19,000 cards
+ * for the 1.9 ms the 2 ms target leaves. Then the barrier asks for a minor
+ * that scans 64,000 cards in 9.6 ms (150 ns each): the next budget must
+ * let a minor of such cards fit the target, at most 2 ms / 150 ns = 13,333
+ * cards. Then eight such minors at 40 ns a card: the budget grows back
+ * past 1.9 ms / 45 ns = 42,222 (the moving average halves the distance
+ * each time; the fit's 30 ns is the floor). Without the measurement the
+ * budget stays at 19,000 and both checks fail. */
+#include <inttypes.h>
+
+#include "collect.h"
+#include "lull.h"
+#include "policy.h"
+#include "unit.h"
+
+#define MIB ((uint64_t)1 << 20)
+
+static uint32_t asked_minor(uint64_t cards, uint64_t trace_ns)
+{
+    const char *reason = "";
+    UCHECK(lull_policy_decide(LULL_POLICY_CARDS, 0, &reason) == LULL_GEN_NURSERY, "a minor for the cards");
+    lull_policy_after_minor(900 * 1024, cards, trace_ns, trace_ns + 100000);
+    lull_policy_set_card_budgets();
+    return lull_policy_card_budget();
+}
+
+int main(void)
+{
+    UCHECK(lull_init("pause-target=2ms") == 0, "init");
+    lull_gc_lock();
+    for (unsigned i = 0; i < 64; i++) {
+        uint64_t handed = MIB + (i % 3) * MIB, cards = 200 + (i * 37) % 1800;
+        uint64_t trace = handed + 30 * cards;
+        lull_policy_after_minor(handed, cards, trace, trace + 100000);
+    }
+    lull_policy_set_card_budgets();
+    uint32_t first = lull_policy_card_budget();
+    printf("unit_card_cost: after 64 usual minors: a card %.1f ns, budget %u cards\n", lull_policy_card_ns(), first);
+    UCHECK(first >= 18500 && first <= 19500, "budget %u before any minor the barrier asked for, 19,000 expected",
+           first);
+
+    uint32_t costly = asked_minor(64000, 9600000);
+    printf("unit_card_cost: after a minor of 64000 cards in 9.6 ms: a card %.1f ns, budget %u cards\n",
+           lull_policy_card_ns(), costly);
+    UCHECK((double)costly * 150.0 <= 2e6, "a budget of %u cards at 150 ns each exceeds the 2 ms target", costly);
+
+    uint32_t cheap = 0;
+    for (int i = 0; i < 8; i++)
+        cheap = asked_minor(64000, 64000 * 40);
+    printf("unit_card_cost: after 8 minors at 40 ns a card: a card %.1f ns, budget %u cards\n",
+           lull_policy_card_ns(), cheap);
+    UCHECK(cheap >= 42222, "the budget stayed at %u cards after 8 minors at 40 ns a card", cheap);
+    lull_gc_unlock();
+    lull_shutdown();
+    puts("unit_card_cost: ok");
+    return 0;
+}
