@@ -607,7 +607,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         collect_g.ncollections++;
 
     if (minor)
-        lull_policy_set_card_budgets();
+        lull_policy_set_card_budgets(handed, lull_nursery_cards_scanned(), lull_nursery_trace_ns());
     LULL_PROBE1(restart_begin, collect_g.ncollections);
     uint64_t t_restart = lull_now_ns();
     lull_stw_restart(self);
@@ -635,7 +635,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     size_t nursery_before = lull_nursery_size();
     bool major_pause = start || ends_major;
     if (minor)
-        lull_policy_after_minor(handed, lull_nursery_cards_scanned(), lull_nursery_trace_ns(), major_pause ? 0 : pause);
+        lull_policy_after_minor(handed, lull_nursery_trace_ns(), major_pause ? 0 : pause);
 
     /* The world runs again; this thread still holds the gc lock, so the
      * runs freed by the sweep can be given back to the OS before anyone

@@ -281,11 +281,19 @@ static void note_asked_minor(uint64_t cards, uint64_t trace_ns)
     policy_g.asked_card_ns = policy_g.asked_card_ns > 0 ? (policy_g.asked_card_ns + per) / 2 : per;
 }
 
-void lull_policy_after_minor(uint64_t handed, uint64_t cards, uint64_t trace_ns, uint64_t pause_ns)
+void lull_policy_set_card_budgets(uint64_t handed, uint64_t cards, uint64_t trace_ns)
 {
     fit_card_cost((double)handed, (double)cards, (double)trace_ns);
     if (policy_g.card_minor)
         note_asked_minor(cards, trace_ns);
+    uint32_t b = card_budget_for(lull_threads_count());
+    __atomic_store_n(&policy_g.card_budget, b, __ATOMIC_RELAXED);
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        t->tlab->cards_left = b;
+}
+
+void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns)
+{
     /* A minor the barrier asked for scanned more cards per nursery byte
      * than the program's usual minors: it says nothing of those. */
     if (handed >= MIN_SAMPLE && !policy_g.card_minor)
@@ -316,14 +324,6 @@ double lull_policy_card_ns(void)
 uint32_t lull_policy_card_budget(void)
 {
     return __atomic_load_n(&policy_g.card_budget, __ATOMIC_RELAXED);
-}
-
-void lull_policy_set_card_budgets(void)
-{
-    uint32_t b = card_budget_for(lull_threads_count());
-    __atomic_store_n(&policy_g.card_budget, b, __ATOMIC_RELAXED);
-    for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        t->tlab->cards_left = b;
 }
 
 void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance)

@@ -68,10 +68,9 @@ double lull_policy_runway_used(void);
 
 /* The nursery's size for the pause target (gc lock held; the rule is in
  * policy.c): after every minor, the nursery bytes handed out before it,
- * the dirty cards it scanned, its copying phase, and its whole pause (0
- * for a minor inside a major's pause, whose pause measures more than the
- * minor). Resizes the nursery and fits the cost of a card. */
-void lull_policy_after_minor(uint64_t handed, uint64_t cards, uint64_t trace_ns, uint64_t pause_ns);
+ * its copying phase, and its whole pause (0 for a minor inside a major's
+ * pause, whose pause measures more than the minor). Resizes the nursery. */
+void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns);
 /* Every minor's promoted bytes (gc lock held), and the EMPTY blocks'
  * bytes kept ready for the next minor's promotion (major.c). */
 void lull_policy_note_promoted(uint64_t bytes);
@@ -84,12 +83,15 @@ void lull_policy_set_pause_target(uint64_t ns);
 uint64_t lull_policy_pause_target(void);
 uint64_t lull_policy_minors_over_target(void);
 /* Cards a thread may newly mark in the minors' table before its barrier
- * asks for a minor (lull__cards_slow), and setting that share in every
- * attached thread's TLAB (world stopped, after a minor). */
+ * asks for a minor (lull__cards_slow). set_card_budgets, in the pause of
+ * every minor before the world restarts (world stopped): fits the cost of
+ * a card from that minor (nursery bytes handed out before it, the dirty
+ * cards it scanned, its copying phase), so that the next budget already
+ * counts with it, and sets the share in every attached thread's TLAB. */
 uint32_t lull_policy_card_budget(void);
 double   lull_policy_card_ns(void);    /* a dirty card's cost, as the budget counts it (the log) */
 uint64_t lull_policy_minors_for_cards(void);
-void     lull_policy_set_card_budgets(void);
+void     lull_policy_set_card_budgets(uint64_t handed, uint64_t cards, uint64_t trace_ns);
 
 /* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
  * cut to a power of two at most an eighth of max-heap-size. */
