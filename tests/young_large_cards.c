@@ -52,9 +52,10 @@ typedef struct refs refs;      /* check.h: refs_type, items in item[] */
 static void *proots[4];               /* precise roots */
 static void *volatile pin_word;       /* a conservative root: pins what it holds */
 
-/* While a concurrent mark runs, a minor scans a young large object whole
- * (allocate black): the parts below that need a minor outside a mark end
- * a running one first (end_mark). */
+/* A mark that visits the array marks the card of every slot of it that
+ * points into the nursery (mark.c: visit): the parts below that need a
+ * minor to see only the cards the program's stores marked end a running
+ * mark first (end_mark), or allocate the array after it began. */
 static volatile int mark_running;      /* between an initial and a final pause */
 
 static void hook(const lull_pause_event *ev, void *data)
