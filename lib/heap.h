@@ -456,11 +456,10 @@ uint64_t lull_los_sweep(void);
  * dirty card, a survivor or another young large object), and is then
  * scanned: its marked cards only, which no minor clears while it is young
  * and unreached (nursery.c: scan_young_large); otherwise the minor frees
- * it. One no larger than the
- * nursery stays young for LULL_LOS_YOUNG_MINORS minors (scanned so at
- * each), and the old slots that point to it keep their cards dirty
- * meanwhile, as they do for a pinned nursery object. A minor
- * inside a major's pause makes every survivor old. While a concurrent
+ * it. One no larger than the nursery stays young for LULL_LOS_YOUNG_MINORS
+ * minors (scanned so at each), and the old slots that point to it keep
+ * their cards dirty meanwhile, as they do for a pinned nursery object. A
+ * minor inside a major's pause makes every survivor old. While a concurrent
  * mark runs, an unreached one is not freed but made old, for the final
  * pause's sweep (the mark reads block descriptors without the gc lock,
  * mark.c: rescan_card). (A program that

@@ -866,6 +866,19 @@ static void forward_black_slot(void **slotp, void *ctx)
         lull_mark_grey_from_minor(&mt->mark_tr, v);
 }
 
+#define CARDS_PER_BLOCK (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
+#define CARD_CHUNK      16u     /* work-list blocks a tracer claims at once */
+
+/* No early exit: the compiler makes this a few vector ORs (128 cards). */
+static bool block_cards_clean(const uint8_t *c)
+{
+    const uint64_t *w = (const uint64_t *)c;
+    uint64_t any = 0;
+    for (size_t i = 0; i < CARDS_PER_BLOCK / 8; i++)
+        any |= w[i];
+    return any == 0;
+}
+
 /* A young large object this minor reached (heap.h): only its marked cards
  * are scanned. It was zeroed when allocated, and every reference into the
  * young generation stored in it since marked a card (lull_store) that no
@@ -886,13 +899,13 @@ static void forward_black_slot(void **slotp, void *ctx)
  * scan stress_graph lost objects (young_large_cards, part 3, plants the
  * case). (It used to be scanned whole here, its old children greyed: 6.4
  * ms for graph's 32 MB array.) One tracer scans the object, so its cards
- * are this tracer's alone. A slot to a cemented object keeps its card clean, as an
- * old slot does (old_slot_to_young): the next major marks it again, a
- * synchronous one because its minor makes the object old and its mark
- * visits it, a concurrent one because its final pause visits every young
- * large object (mark.c: visit), and the union card old_slot_to_young
- * marked of one made old meanwhile, before the cement table is forgotten
- * (young_large_cards). */
+ * are this tracer's alone. A slot to a cemented object keeps its card
+ * clean, as an old slot does (old_slot_to_young): the next major marks it
+ * again, a synchronous one because its minor makes the object old and its
+ * mark visits it, a concurrent one because its final pause visits every
+ * young large object (mark.c: visit), and the union card
+ * old_slot_to_young marked of one made old meanwhile, before the cement
+ * table is forgotten (young_large_cards). */
 static void scan_young_large(minor_tracer *mt, uintptr_t obj)
 {
     uint8_t *cards = lull_heap_g.cards;
@@ -900,13 +913,11 @@ static void scan_young_large(minor_tracer *mt, uintptr_t obj)
     size_t c0 = (obj - lull_heap_g.start) >> LULL_CARD_SHIFT;
     size_t c1 = (obj + size - 1 - lull_heap_g.start) >> LULL_CARD_SHIFT;
     for (size_t c = c0; c <= c1; c++) {
-        if (!(c & 7) && c + 8 <= c1 + 1) {      /* eight clean cards at once (c0 starts a block) */
-            uint64_t w;
-            memcpy(&w, cards + c, sizeof w);
-            if (!w) {
-                c += 7;
-                continue;
-            }
+        /* A block's clean cards at once (c0 starts a block; the run's
+         * last block is the object's to its end). */
+        if (c % CARDS_PER_BLOCK == 0 && block_cards_clean(cards + c)) {
+            c += CARDS_PER_BLOCK - 1;
+            continue;
         }
         if (!__atomic_load_n(&cards[c], __ATOMIC_RELAXED))
             continue;
@@ -940,19 +951,6 @@ static void drain_local(lull_tracer *tr, void *arg)
 /* ------------------------------------------------------------------------ */
 /* Cards                                                                    */
 /* ------------------------------------------------------------------------ */
-
-#define CARDS_PER_BLOCK (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
-#define CARD_CHUNK      16u     /* work-list blocks a tracer claims at once */
-
-/* No early exit: the compiler makes this a few vector ORs (128 cards). */
-static bool block_cards_clean(const uint8_t *c)
-{
-    const uint64_t *w = (const uint64_t *)c;
-    uint64_t any = 0;
-    for (size_t i = 0; i < CARDS_PER_BLOCK / 8; i++)
-        any |= w[i];
-    return any == 0;
-}
 
 /* The live objects of SMALL block bi (size class cls) that overlap
  * [lo, hi). A slot whose word 0 is zero is free, or a copy another tracer
