@@ -396,4 +396,17 @@ static UNUSED const char *capture_end(void)
     return cap_buf;
 }
 
+/* Whether a concurrent mark runs (between its initial and its final pause),
+ * kept by mark_running_hook once installed with lull_set_pause_hook. */
+static volatile int mark_running UNUSED;
+
+static UNUSED void mark_running_hook(const lull_pause_event *ev, void *data)
+{
+    (void)data;
+    if (ev->phase == LULL_PHASE_INITIAL)
+        mark_running = 1;
+    else if (ev->phase == LULL_PHASE_FINAL)
+        mark_running = 0;
+}
+
 #endif /* LULL_TEST_CHECK_H */

@@ -124,17 +124,6 @@ static void kept_arrays(void)
 
 /* ---- a dropped young array while a concurrent mark runs ---- */
 
-static volatile int mark_running;      /* between an initial and a final pause */
-
-static void hook(const lull_pause_event *ev, void *data)
-{
-    (void)data;
-    if (ev->phase == LULL_PHASE_INITIAL)
-        mark_running = 1;
-    else if (ev->phase == LULL_PHASE_FINAL)
-        mark_running = 0;
-}
-
 /* With the mark stretched (ctest young_large_marking: mark-delay), minors
  * run while it marks; the dropped array is kept until the final pause and
  * must not hold references into the evacuated nursery meanwhile
@@ -143,7 +132,7 @@ static void *ring[8];          /* precise roots: old data replaced round by roun
 
 static void dead_array_while_marking(void)
 {
-    lull_set_pause_hook(hook, NULL);
+    lull_set_pause_hook(mark_running_hook, NULL);
     CHECK(lull_root_add_refs(ring, 8) == 0, "lull_root_add_refs");
     int rounds = 0;
     for (int i = 0; i < 2000 && rounds < 5; i++) {

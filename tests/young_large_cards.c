@@ -55,16 +55,18 @@ static void *volatile pin_word;       /* a conservative root: pins what it holds
 /* A mark that visits the array marks the card of every slot of it that
  * points into the nursery (mark.c: visit): the parts below that need a
  * minor to see only the cards the program's stores marked end a running
- * mark first (end_mark), or allocate the array after it began. */
-static volatile int mark_running;      /* between an initial and a final pause */
-
-static void hook(const lull_pause_event *ev, void *data)
+ * mark first (end_mark), or allocate the array after it began.
+ *
+ * start_lull: lull_init with LULL_GC_DEBUG=debug, proots registered,
+ * mark_running kept (check.h); marks end when done, not when the
+ * allowance is used up. */
+static void start_lull(const char *debug)
 {
-    (void)data;
-    if (ev->phase == LULL_PHASE_INITIAL)
-        mark_running = 1;
-    else if (ev->phase == LULL_PHASE_FINAL)
-        mark_running = 0;
+    CHECK(setenv("LULL_GC_DEBUG", debug, 1) == 0, "setenv");
+    CHECK(lull_init(NULL) == 0, "lull_init");
+    CHECK(lull_root_add_refs(proots, 4) == 0, "lull_root_add_refs");
+    lull_set_pause_hook(mark_running_hook, NULL);
+    CHECK(lull_set_allow_synchronous_major(false), "lull_set_allow_synchronous_major");
 }
 
 static void end_mark(void)
@@ -227,7 +229,7 @@ static NOINLINE void cemented(const char *debug)
     CHECK(lull_init(NULL) == 0, "lull_init");
     CHECK(lull_root_add_refs(proots, 4) == 0, "lull_root_add_refs");
     CHECK(lull_root_add((void *)&pin_word, sizeof pin_word) == 0, "lull_root_add");
-    lull_set_pause_hook(hook, NULL);
+    lull_set_pause_hook(mark_running_hook, NULL);
     make_olds();
     link_olds();
     clobber_stack();
@@ -312,11 +314,7 @@ static NOINLINE void move_x(void)
  * marked"), and without it the check below reads a freed node. */
 static NOINLINE void made_old_in_mark(void)
 {
-    CHECK(setenv("LULL_GC_DEBUG", "mark-delay=20000,verify-concurrent", 1) == 0, "setenv");
-    CHECK(lull_init(NULL) == 0, "lull_init");
-    CHECK(lull_root_add_refs(proots, 4) == 0, "lull_root_add_refs");
-    lull_set_pause_hook(hook, NULL);
-    CHECK(lull_set_allow_synchronous_major(false), "lull_set_allow_synchronous_major");
+    start_lull("mark-delay=20000,verify-concurrent");
     /* In a thread of its own: no register or stack word of this one may
      * hold X when the mark begins (it would be marked as a root). */
     run_in_fresh_thread(make_chain);
@@ -349,12 +347,7 @@ static NOINLINE void made_old_in_mark(void)
 int main(void)
 {
     for (int in_mark = 0; in_mark < 2; in_mark++) {
-        CHECK(setenv("LULL_GC_DEBUG", "mark-delay=20000,verify-concurrent,check-mod-union", 1) == 0, "setenv");
-        CHECK(lull_init(NULL) == 0, "lull_init");
-        CHECK(lull_root_add_refs(proots, 4) == 0, "lull_root_add_refs");
-        lull_set_pause_hook(hook, NULL);
-        /* Marks end when done, not when the allowance is used up. */
-        CHECK(lull_set_allow_synchronous_major(false), "lull_set_allow_synchronous_major");
+        start_lull("mark-delay=20000,verify-concurrent,check-mod-union");
         card_limited(in_mark);
         end_mark();
         lull_root_remove(proots);
