@@ -16,6 +16,11 @@
 #define MIN_NURSERY     ((size_t)64 << 10)
 #define NURSERY_FLOOR   ((size_t)256 << 10)   /* the adaptive nursery's smallest size */
 #define MIN_SAMPLE      ((uint64_t)64 << 10)  /* a minor of fewer nursery bytes measures nothing */
+/* The cost of a nursery byte before any minor has measured one (ns): what
+ * the first minors of bench/graph and bench/gameloop cost, pause over
+ * nursery bytes (1.26-1.43 ns a byte at 4 MiB, 5.3-6.0 ms). A program's
+ * first minors copy most of what they are handed: it is building its data. */
+#define PER_BYTE_NS_UNMEASURED 1.4
 #define CARD_NS_UNMEASURED 30.0   /* a dirty card's cost before a fit (ns; bench/graph at 2 ms: 25-35) */
 #define CARD_NS_MIN        5.0
 #define CARD_NS_MAX        2000.0
@@ -64,6 +69,12 @@ static struct {
 } policy_g;
 
 static uint32_t card_budget_for(unsigned threads);
+static size_t size_for_target(void);
+
+static double per_byte_ns(void)
+{
+    return policy_g.per_byte_known ? policy_g.per_byte_ns : PER_BYTE_NS_UNMEASURED;
+}
 
 static inline void put(uint64_t *field, uint64_t v)
 {
@@ -116,6 +127,10 @@ void lull_policy_init(void)
     policy_g.alloc_rate = policy_g.mark_rate = 0;
     policy_g.measured = false;
     set_trigger();
+    /* The first nursery: nursery-size, or less if a minor of that many
+     * bytes is predicted to miss the target at the unmeasured cost. */
+    lull_nursery_resize(size_for_target());
+    policy_g.predicted_ns = per_byte_ns() * (double)lull_nursery_size();
 }
 
 void lull_policy_note_mark_start(void)
@@ -181,8 +196,11 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
  * the survival rate times the cost per surviving byte plus the dirty cards
  * per allocated byte times the cost per card, as this program behaves now.
  * Both are exponential moving averages (weight 1/4 for the new sample; a
- * minor of less than 64 KiB only updates `fixed`). After each minor the
- * nursery is sized so that the next one is predicted to take the target:
+ * minor of less than 64 KiB only updates `fixed`). Before the first is
+ * measured, fixed is taken as 0 and per_byte as PER_BYTE_NS_UNMEASURED, so
+ * the first nursery is min(nursery-size, target / 1.4 ns): at 2 ms
+ * 1.36 MiB, at the default 5 ms 3.4 MiB. After each minor the nursery is
+ * sized so that the next one is predicted to take the target:
  *     N = (target - fixed) / per_byte
  * cut to [256 KiB, nursery-size] and to at most twice the present size (a
  * shrink is immediate, growth one doubling per minor: a phase of low
@@ -191,17 +209,15 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
 static size_t size_for_target(void)
 {
     size_t ceiling = lull_nursery_end - lull_nursery_start, floor = NURSERY_FLOOR < ceiling ? NURSERY_FLOOR : ceiling;
-    if (!policy_g.per_byte_known)
-        return lull_nursery_size();
+    double per_byte = per_byte_ns();
     double room = (double)policy_g.target_ns - policy_g.fixed_ns;
-    double n = room > 0 ? room / (policy_g.per_byte_ns > 1e-6 ? policy_g.per_byte_ns : 1e-6) : 0;
+    double n = room > 0 ? room / (per_byte > 1e-6 ? per_byte : 1e-6) : 0;
     if (n < (double)floor) {
         if (lull_cfg.log && !policy_g.said_unreachable)
             fprintf(stderr, "lull: pause target %.3f ms cannot be met: a minor of the smallest nursery (%zu KiB) "
                     "is predicted to take %.3f ms (%.3f ms fixed, %.3f ns per nursery byte); said once\n",
                     (double)policy_g.target_ns / 1e6, floor >> 10,
-                    (policy_g.fixed_ns + policy_g.per_byte_ns * (double)floor) / 1e6, policy_g.fixed_ns / 1e6,
-                    policy_g.per_byte_ns);
+                    (policy_g.fixed_ns + per_byte * (double)floor) / 1e6, policy_g.fixed_ns / 1e6, per_byte);
         policy_g.said_unreachable = true;
         return floor;
     }
@@ -306,7 +322,7 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
     }
     size_t n = size_for_target();
     lull_nursery_resize(n);
-    policy_g.predicted_ns = policy_g.fixed_ns + policy_g.per_byte_ns * (double)lull_nursery_size();
+    policy_g.predicted_ns = policy_g.fixed_ns + per_byte_ns() * (double)lull_nursery_size();
 }
 
 uint64_t lull_policy_minors_for_cards(void)

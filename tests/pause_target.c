@@ -1,9 +1,14 @@
 /*
  * pause_target — the nursery is sized from what minors cost (policy.c):
  *
+ *  - before any minor has measured what a byte costs, the nursery starts
+ *    at the target over an assumed 1.4 ns a byte (2 ms: 1.36 MiB), below
+ *    nursery-size (8 MiB here);
  *  - lull_set_pause_target rejects 0 and values outside
  *    [LULL_PAUSE_TARGET_MIN_NS, LULL_PAUSE_TARGET_MAX_NS] with -EINVAL, and
  *    lull_stats reports the target it accepted;
+ *  - calibrated at 10 s with nothing surviving, the nursery grows to
+ *    nursery-size and stays there when the target becomes 2 ms;
  *  - under a survival-heavy load (every object kept) the minors exceed a
  *    2 ms target at the full 8 MiB nursery, are counted in
  *    minors_over_target, and the nursery shrinks by a quarter or more;
@@ -114,6 +119,14 @@ int main(void)
     CHECK(lull_init("nursery-size=8m,pause-target=2ms") == 0, "lull_init");
     lull_set_pause_hook(hook, NULL);
 
+    /* Before any minor is measured, a byte is taken to cost 1.4 ns: the
+     * first nursery at 2 ms is 2 ms / 1.4 ns (1.36 MiB), not nursery-size. */
+    lull_stats s0 = stats();
+    printf("first nursery at 2 ms: %" PRIu64 " KiB\n", s0.nursery_bytes >> 10);
+    CHECK(s0.collections_minor == 0 && s0.nursery_bytes < 3 * MB / 2 && s0.nursery_bytes > MB,
+          "the first nursery is %" PRIu64 " KiB after %" PRIu64 " minors: not sized from the 2 ms target "
+          "(2 ms / 1.4 ns = 1395 KiB)", s0.nursery_bytes >> 10, s0.collections_minor);
+
     /* The setter's bounds. */
     CHECK(lull_set_pause_target(0) == -EINVAL, "0 accepted");
     CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MIN_NS - 1) == -EINVAL, "99.999 us accepted");
@@ -121,11 +134,22 @@ int main(void)
     CHECK(lull_set_pause_target(UINT64_MAX) == -EINVAL, "UINT64_MAX accepted");
     CHECK(stats().pause_target_ns == 2000000, "pause-target=2ms reads back as %" PRIu64, stats().pause_target_ns);
     CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MAX_NS) == 0, "10 s refused");
+
+    /* Calibrate at 10 s, with nothing surviving: the nursery grows to its
+     * ceiling, nursery-size, and a byte is measured to cost little, so
+     * that the nursery stays at the ceiling when the target is 2 ms. */
+    node *head = NULL;
+    CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MAX_NS) == 0, "10 s refused");
+    uint64_t start = stats().collections_minor;
+    while (stats().nursery_bytes < CEILING && stats().collections_minor < start + 20)
+        allocate(&head, 0, 1);
+    CHECK(stats().nursery_bytes == CEILING, "at 10 s the nursery did not grow to 8 MiB: %" PRIu64 " KiB after %"
+          PRIu64 " minors without survivors", stats().nursery_bytes >> 10, stats().collections_minor - start);
     CHECK(lull_set_pause_target(2000000) == 0, "2 ms refused");
-    CHECK(stats().nursery_bytes == CEILING, "the nursery starts at %zu bytes, not nursery-size", (size_t)stats().nursery_bytes);
+    CHECK(stats().nursery_bytes == CEILING, "the nursery left 8 MiB (%" PRIu64 " KiB) when the target became 2 ms "
+          "after minors without survivors", stats().nursery_bytes >> 10);
 
     /* A: everything survives. */
-    node *head = NULL;
     allocate(&head, 1, 12);
     lull_stats a = stats();
     printf("survival-heavy: nursery %" PRIu64 " KiB, %" PRIu64 " of %" PRIu64 " minors over the target\n",
@@ -139,7 +163,7 @@ int main(void)
     /* B: nothing survives; the nursery grows back within 200 minors. */
     head = NULL;
     lull_collect(LULL_GEN_MAJOR);
-    uint64_t start = stats().collections_minor;
+    start = stats().collections_minor;
     while (stats().nursery_bytes < CEILING && stats().collections_minor < start + 200)
         allocate(&head, 0, 1);
     lull_stats b = stats();
