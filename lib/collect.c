@@ -607,7 +607,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         collect_g.ncollections++;
 
     if (minor)
-        lull_policy_set_card_budgets(handed, lull_nursery_cards_scanned(), lull_nursery_trace_ns());
+        lull_policy_set_card_budgets(promoted, lull_nursery_cards_scanned(), lull_nursery_trace_ns());
     LULL_PROBE1(restart_begin, collect_g.ncollections);
     uint64_t t_restart = lull_now_ns();
     lull_stw_restart(self);

@@ -54,14 +54,15 @@ static struct {
     bool promoted_known;
     uint64_t over_target;       /* minors whose pause exceeded the target (read by lull_get_stats) */
     /* The card budget (lull_policy_set_card_budgets): the cost of a dirty
-     * card in a minor's copying phase, fitted with the cost of a nursery
+     * card in a minor's copying phase, fitted with the cost of a promoted
      * byte (the s_ sums, see fit_card_cost); the cards each thread may
      * newly mark in the minors' table before its barrier asks for a minor;
      * whether the minor running now was so asked for; how many were
      * (lull_get_stats). */
-    double s_hh, s_hc, s_cc, s_th, s_tc;
+    double s_pp, s_pc, s_cc, s_tp, s_tc;
     bool fit_known;
     double card_ns;
+    double copy_ns;             /* the fit's cost of a promoted byte (0: not fitted) */
     double asked_card_ns;       /* the copying phase per card of the minors the barrier asked for (0: none yet) */
     uint32_t card_budget;
     bool card_minor;
@@ -115,9 +116,10 @@ void lull_policy_init(void)
     policy_g.promoted_known = false;
     __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&policy_g.minors_for_cards, 0, __ATOMIC_RELAXED);
-    policy_g.s_hh = policy_g.s_hc = policy_g.s_cc = policy_g.s_th = policy_g.s_tc = 0;
+    policy_g.s_pp = policy_g.s_pc = policy_g.s_cc = policy_g.s_tp = policy_g.s_tc = 0;
     policy_g.fit_known = policy_g.card_minor = false;
     policy_g.card_ns = CARD_NS_UNMEASURED;
+    policy_g.copy_ns = 0;
     policy_g.asked_card_ns = 0;
     __atomic_store_n(&policy_g.card_budget, card_budget_for(1), __ATOMIC_RELAXED);
     put(&policy_g.allocated_since, 0);
@@ -252,56 +254,70 @@ static void ema(double *v, bool *known, double sample)
 }
 
 /* The cost of a dirty card. A minor's copying phase takes about
- *     trace_ns = a * handed + b * cards
- * (handed: nursery bytes handed out since the last minor, of which a share
- * survives and is copied; cards: dirty cards scanned). a and b are fitted
- * by least squares over every minor so far, each sum a moving average
- * (weight 1/8 for the newest minor), and b is taken as the cost of a card
- * once the two have varied apart enough to tell them apart (their squared
- * correlation below 0.9) and b comes out positive; until then a card is
- * taken to cost CARD_NS_UNMEASURED. Bounded to [CARD_NS_MIN, CARD_NS_MAX]. */
-static void fit_card_cost(double h, double c, double t)
+ *     trace_ns = a * promoted + b * cards
+ * (promoted: the bytes it copied out of the nursery; cards: dirty cards
+ * scanned). a and b are fitted by least squares over every minor so far,
+ * each sum a moving average (weight 1/8 for the newest minor), and b is
+ * taken as the cost of a card once the two have varied apart enough to
+ * tell them apart (their squared correlation below 0.9) and b comes out
+ * positive; until then a card is taken to cost CARD_NS_UNMEASURED. Bounded
+ * to [CARD_NS_MIN, CARD_NS_MAX]. a, when positive, is the cost of a
+ * promoted byte (note_asked_minor). */
+static void fit_card_cost(double p, double c, double t)
 {
     double w = policy_g.fit_known ? 1.0 / 8 : 1.0;
-    policy_g.s_hh += w * (h * h - policy_g.s_hh);
-    policy_g.s_hc += w * (h * c - policy_g.s_hc);
+    policy_g.s_pp += w * (p * p - policy_g.s_pp);
+    policy_g.s_pc += w * (p * c - policy_g.s_pc);
     policy_g.s_cc += w * (c * c - policy_g.s_cc);
-    policy_g.s_th += w * (t * h - policy_g.s_th);
+    policy_g.s_tp += w * (t * p - policy_g.s_tp);
     policy_g.s_tc += w * (t * c - policy_g.s_tc);
     policy_g.fit_known = true;
-    double det = policy_g.s_hh * policy_g.s_cc - policy_g.s_hc * policy_g.s_hc;
-    if (!(det > 0.1 * policy_g.s_hh * policy_g.s_cc))
+    double det = policy_g.s_pp * policy_g.s_cc - policy_g.s_pc * policy_g.s_pc;
+    if (!(det > 0.1 * policy_g.s_pp * policy_g.s_cc))
         return;
-    double b = (policy_g.s_hh * policy_g.s_tc - policy_g.s_hc * policy_g.s_th) / det;
+    double b = (policy_g.s_pp * policy_g.s_tc - policy_g.s_pc * policy_g.s_tp) / det;
+    double a = (policy_g.s_cc * policy_g.s_tp - policy_g.s_pc * policy_g.s_tc) / det;
     if (b > 0)
         policy_g.card_ns = b < CARD_NS_MIN ? CARD_NS_MIN : b > CARD_NS_MAX ? CARD_NS_MAX : b;
+    if (a > 0)
+        policy_g.copy_ns = a;
 }
 
 /* The cost of a card the budget counts with: the fitted one, or more if
- * the minors the barrier asked for took more per card, their whole copying
- * phase counted against their cards (moving average, weight 1/2). The fit
- * follows the usual minors, whose cards are few: on bench/graph at 2 ms it
- * said 30 ns while the edge loop's scattered cards took 75 (a budget of
- * 64,000 cards, minors of 4.8-6.4 ms). What such a minor copies is small
- * beside its cards, so the bound is close, and errs towards smaller
- * budgets, shorter minors. Until the barrier has asked for one, a card is
- * taken to cost ASKED_CARD_NS_UNMEASURED at least: the first such minor
- * on graph scanned 64,000 cards in 6-7 ms. */
+ * the minors the barrier asked for took more per card: their copying
+ * phase less the copying of what they promoted (at the fitted cost of a
+ * promoted byte, PER_BYTE_NS_UNMEASURED until there is one), over their
+ * cards (moving average, weight 1/2). The fit follows the usual minors,
+ * whose cards are few: on bench/graph at 2 ms it said 30 ns while the
+ * edge loop's scattered cards took 75 (a budget of 64,000 cards, minors of
+ * 4.8-6.4 ms). Until the barrier has asked for one, a card is taken to
+ * cost ASKED_CARD_NS_UNMEASURED at least: the first such minor on graph
+ * scanned 64,000 cards in 6-7 ms.
+ *
+ * The copying is taken out because the barrier may ask in the middle of
+ * the program's work, when all it has allocated is still alive: the game
+ * loop's such minors promoted 1.1 MiB of 1.1 MiB handed out. Counted as
+ * the cards' cost, that made a card cost 2 us (CARD_NS_MAX), the budget
+ * 1,024 cards, and 4,023 of 5,853 minors the barrier's, each mid-frame with
+ * everything surviving: the estimate fed itself. */
 #define ASKED_MIN_CARDS 1024u
 #define ASKED_CARD_NS_UNMEASURED 100.0   /* until one is measured (bench/graph's edge loop: 75-112 ns) */
-static void note_asked_minor(uint64_t cards, uint64_t trace_ns)
+static void note_asked_minor(uint64_t promoted, uint64_t cards, uint64_t trace_ns)
 {
     if (cards < ASKED_MIN_CARDS)
         return;
-    double per = (double)trace_ns / (double)cards;
+    double copy = (double)promoted * (policy_g.copy_ns > 0 ? policy_g.copy_ns : PER_BYTE_NS_UNMEASURED);
+    double per = ((double)trace_ns > copy ? (double)trace_ns - copy : 0) / (double)cards;
+    if (per < CARD_NS_MIN)
+        per = CARD_NS_MIN;
     policy_g.asked_card_ns = policy_g.asked_card_ns > 0 ? (policy_g.asked_card_ns + per) / 2 : per;
 }
 
-void lull_policy_set_card_budgets(uint64_t handed, uint64_t cards, uint64_t trace_ns)
+void lull_policy_set_card_budgets(uint64_t promoted, uint64_t cards, uint64_t trace_ns)
 {
-    fit_card_cost((double)handed, (double)cards, (double)trace_ns);
+    fit_card_cost((double)promoted, (double)cards, (double)trace_ns);
     if (policy_g.card_minor)
-        note_asked_minor(cards, trace_ns);
+        note_asked_minor(promoted, cards, trace_ns);
     uint32_t b = card_budget_for(lull_threads_count());
     __atomic_store_n(&policy_g.card_budget, b, __ATOMIC_RELAXED);
     for (lull_thread *t = lull_threads_first(); t; t = t->next)

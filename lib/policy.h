@@ -85,13 +85,13 @@ uint64_t lull_policy_minors_over_target(void);
 /* Cards a thread may newly mark in the minors' table before its barrier
  * asks for a minor (lull__cards_slow). set_card_budgets, in the pause of
  * every minor before the world restarts (world stopped): fits the cost of
- * a card from that minor (nursery bytes handed out before it, the dirty
- * cards it scanned, its copying phase), so that the next budget already
+ * a card from that minor (the bytes it promoted, the dirty cards it
+ * scanned, its copying phase), so that the next budget already
  * counts with it, and sets the share in every attached thread's TLAB. */
 uint32_t lull_policy_card_budget(void);
 double   lull_policy_card_ns(void);    /* a dirty card's cost, as the budget counts it (the log) */
 uint64_t lull_policy_minors_for_cards(void);
-void     lull_policy_set_card_budgets(uint64_t handed, uint64_t cards, uint64_t trace_ns);
+void     lull_policy_set_card_budgets(uint64_t promoted, uint64_t cards, uint64_t trace_ns);
 
 /* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
  * cut to a power of two at most an eighth of max-heap-size. */
