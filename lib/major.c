@@ -435,12 +435,36 @@ uint64_t lull_major_prepared_blocks(void)
     return major_g.prepared;
 }
 
+/* A batch of prepare_block under the gc lock, taken by trying (as the
+ * sweep job does: the thread that holds it may be stopping this job).
+ * false when the reserve is met, the heap cannot grow, or the job is asked
+ * to stop. */
+#define SWEEP_BATCH 8
+static bool prepare_batch(void)
+{
+    while (!lull_gc_trylock_after_waiters()) {
+        if (lull_workers_background_stopping())
+            return false;
+        usleep(50);
+    }
+    bool prepared = true;
+    for (int k = 0; k < SWEEP_BATCH && prepared; k++)
+        prepared = prepare_block();
+    lull_gc_unlock();
+    return prepared;
+}
+
+void lull_major_prepare_for_promotion(void)
+{
+    while (empty_bytes() < lull_policy_block_reserve() && !lull_workers_background_stopping() && prepare_batch())
+        ;
+}
+
 /* The background sweep (worker 0, world running). It takes the gc lock for
  * a few blocks at a time, never waiting for it: the thread that holds it
  * may be stopping this job (lull_workers_stop_background). Once nothing is
  * pending it gives long-empty blocks back to the OS (madvise outside any
  * pause), then prepares blocks for promotion (prepare_block). */
-#define SWEEP_BATCH 8
 static void sweep_job(lull_tracer *tr, void *arg)
 {
     (void)tr;

@@ -1206,6 +1206,8 @@ static void background_job(lull_tracer *tr, void *arg)
             lull_tracer_share_older(tr);
             offer_work();
         }
+        if (leader)
+            lull_major_prepare_for_promotion();   /* the sweep job's part, which a mark keeps from running */
         if (leader && tail) {
             preclean_tail(tr);
         } else if (leader) {
