@@ -35,6 +35,7 @@
 #include "collect.h"
 #include "policy.h"
 #include "heap.h"
+#include "os.h"
 #include "probes.h"
 #include "timeline.h"
 #include "util.h"
@@ -417,9 +418,7 @@ static bool prepare_block(void)
     uint32_t idx = lull_space_alloc(1);
     if (idx == LULL_NO_BLOCK)
         return false;
-    volatile char *p = (volatile char *)lull_block_addr(idx);
-    for (size_t off = 0; off < LULL_BLOCK_SIZE; off += 4096)
-        p[off] = 0;
+    lull_os_populate((void *)lull_block_addr(idx), LULL_BLOCK_SIZE);
     lull_block *b = B(idx);
     lull_block_set_state(b, LULL_BLOCK_EMPTY);
     b->age = 0;

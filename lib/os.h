@@ -20,6 +20,10 @@ void  lull_os_unreserve(void *p, size_t size);
 bool  lull_os_commit(void *p, size_t size);
 /* Give pages back to the OS; they stay usable and read as zero. */
 void  lull_os_release(void *p, size_t size);
+/* Give committed pages their memory now, written (zero), so that the
+ * first write to them takes no page fault: one madvise(MADV_POPULATE_WRITE)
+ * where the kernel has it (Linux 5.14), else a write to every page. */
+void  lull_os_populate(void *p, size_t size);
 /* Anonymous memory for collector metadata (mark stack sections...): never
  * malloc while the world is stopped, a stopped thread may hold its lock. */
 void *lull_os_alloc(size_t size);
