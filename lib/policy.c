@@ -63,7 +63,6 @@ static struct {
     bool fit_known;
     double card_ns;
     double copy_ns;             /* the fit's cost of a promoted byte (0: not fitted) */
-    double budget_scale;        /* what the barrier's minors took against the room they had (note_asked_minor) */
     double asked_card_ns;       /* the copying phase per card of the minors the barrier asked for (0: none yet) */
     uint32_t card_budget;
     bool card_minor;
@@ -121,7 +120,6 @@ void lull_policy_init(void)
     policy_g.fit_known = policy_g.card_minor = false;
     policy_g.card_ns = CARD_NS_UNMEASURED;
     policy_g.copy_ns = 0;
-    policy_g.budget_scale = 1;
     policy_g.asked_card_ns = 0;
     __atomic_store_n(&policy_g.card_budget, card_budget_for(1), __ATOMIC_RELAXED);
     put(&policy_g.allocated_since, 0);
@@ -232,27 +230,19 @@ static size_t size_for_target(void)
 }
 
 /* The card budget: the cards whose scan alone would take what the target
- * leaves beyond a minor's fixed cost and its copying (what minors promote,
- * promoted_ema, at the fit's cost of a promoted byte), shared evenly among
- * the attached threads, each at least CARD_BUDGET_MIN. A program's usual
- * minors stay below it (the nursery is sized for their cards and copying
- * together: size_for_target), so it ends only a run of card marking the
- * nursery's allocation does not explain. (With half of the room, most of
- * the game loop's minors at 2 ms came from the barrier a little early,
- * half as many again as before.) Without the copying, the game loop's
- * barrier minors copied 1 MiB besides a full budget of cards, and in one
- * run of two most minors were the barrier's and their median was 3.0 ms
- * at 2 ms. (Counting the copying of half the nursery's survivors instead
- * fed on itself: a nursery that barrier minors keep from filling is not
- * resized, and the game loop ran 8,700 barrier minors of 0.9 ms.)
- * LULL_GC_DEBUG=card-budget=N sets it. */
+ * leaves beyond a minor's fixed cost, shared evenly among the attached
+ * threads, each at least CARD_BUDGET_MIN. A program's usual minors stay
+ * below it (the nursery is sized for their cards and copying together:
+ * size_for_target), so it ends only a run of card marking the nursery's
+ * allocation does not explain. (With half of that, most of the game loop's
+ * minors at 2 ms came from the barrier a little early, half as many again
+ * as before.) LULL_GC_DEBUG=card-budget=N sets it. */
 static uint32_t card_budget_for(unsigned threads)
 {
     if (lull_cfg.card_budget)
         return lull_cfg.card_budget;      /* LULL_GC_DEBUG=card-budget=N */
-    double copy = (policy_g.copy_ns > 0 ? policy_g.copy_ns : PER_BYTE_NS_UNMEASURED) * policy_g.promoted_ema;
-    double room = (double)policy_g.target_ns - policy_g.fixed_ns - copy;
-    double total = room > 0 ? policy_g.budget_scale * room / lull_policy_card_ns() : 0;
+    double room = (double)policy_g.target_ns - policy_g.fixed_ns;
+    double total = room > 0 ? room / lull_policy_card_ns() : 0;
     double per = total / (threads ? threads : 1);
     return per < CARD_BUDGET_MIN ? CARD_BUDGET_MIN : per > (double)(1u << 30) ? (1u << 30) : (uint32_t)per;
 }
@@ -312,28 +302,10 @@ static void fit_card_cost(double p, double c, double t)
  * everything surviving: the estimate fed itself. */
 #define ASKED_MIN_CARDS 1024u
 #define ASKED_CARD_NS_UNMEASURED 100.0   /* until one is measured (bench/graph's edge loop: 75-112 ns) */
-#define BUDGET_SCALE_MIN (1.0 / 16)
-#define BUDGET_SCALE_MAX 2.0
 static void note_asked_minor(uint64_t promoted, uint64_t cards, uint64_t trace_ns)
 {
     if (cards < ASKED_MIN_CARDS)
         return;
-    /* The model's mismatch, corrected by feedback: a barrier's minor whose
-     * copying phase took more than the room the target leaves beyond the
-     * fixed cost scales the next budgets down, one that took less scales
-     * them up, by half the ratio each time (ratio bounded to [1/2, 2], the
-     * scale to [1/16, 2]). The budget counts the cards a thread newly marks,
-     * while the minor scans every dirty card (the game loop's scanned a
-     * quarter more than their budget), and what minors promote varies
-     * around its average: without this the game loop's minors, nearly all
-     * the barrier's, had a median of 2.3 ms at 2 ms. */
-    double room = (double)policy_g.target_ns - policy_g.fixed_ns;
-    if (room > 0 && trace_ns > 0) {
-        double r = room / (double)trace_ns;
-        r = r < 0.5 ? 0.5 : r > 2 ? 2 : r;
-        double sc = policy_g.budget_scale * (1 + r) / 2;
-        policy_g.budget_scale = sc < BUDGET_SCALE_MIN ? BUDGET_SCALE_MIN : sc > BUDGET_SCALE_MAX ? BUDGET_SCALE_MAX : sc;
-    }
     double copy = (double)promoted * (policy_g.copy_ns > 0 ? policy_g.copy_ns : PER_BYTE_NS_UNMEASURED);
     double per = ((double)trace_ns > copy ? (double)trace_ns - copy : 0) / (double)cards;
     if (per < CARD_NS_MIN)
