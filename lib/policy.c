@@ -327,8 +327,9 @@ void lull_policy_set_card_budgets(uint64_t promoted, uint64_t cards, uint64_t tr
 void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns)
 {
     /* A minor the barrier asked for scanned more cards per nursery byte
-     * than the program's usual minors: it says nothing of those. */
-    if (handed >= MIN_SAMPLE && !policy_g.card_minor)
+     * than the program's usual minors: it says nothing of those, unless
+     * it came with a quarter of the nursery or more handed out. */
+    if (handed >= MIN_SAMPLE && (!policy_g.card_minor || handed >= lull_nursery_size() / 4))
         ema(&policy_g.per_byte_ns, &policy_g.per_byte_known, (double)trace_ns / (double)handed);
     policy_g.card_minor = false;
     if (pause_ns) {
