@@ -8,10 +8,12 @@
  *    [LULL_PAUSE_TARGET_MIN_NS, LULL_PAUSE_TARGET_MAX_NS] with -EINVAL, and
  *    lull_stats reports the target it accepted;
  *  - calibrated at 10 s with nothing surviving, the nursery grows to
- *    nursery-size and stays there when the target becomes 2 ms;
+ *    nursery-size and stays there when the target becomes 2 ms (release
+ *    builds only: under a sanitizer such minors may cost more);
  *  - under a survival-heavy load (every object kept) the minors exceed a
  *    2 ms target at the full 8 MiB nursery, are counted in
- *    minors_over_target, and the nursery shrinks by a quarter or more;
+ *    minors_over_target, and the nursery shrinks by a quarter or more from
+ *    where it started;
  *  - when survival drops (nothing kept) the nursery grows back to its
  *    ceiling, nursery-size;
  *  - a new target resizes the nursery at once, before the next minor (to
@@ -146,8 +148,14 @@ int main(void)
     CHECK(stats().nursery_bytes == CEILING, "at 10 s the nursery did not grow to 8 MiB: %" PRIu64 " KiB after %"
           PRIu64 " minors without survivors", stats().nursery_bytes >> 10, stats().collections_minor - start);
     CHECK(lull_set_pause_target(2000000) == 0, "2 ms refused");
-    CHECK(stats().nursery_bytes == CEILING, "the nursery left 8 MiB (%" PRIu64 " KiB) when the target became 2 ms "
-          "after minors without survivors", stats().nursery_bytes >> 10);
+    /* Under a sanitizer a minor without survivors may cost more than 2 ms
+     * for 8 MiB (one ASan CI run: 2224 KiB here); phase A then starts
+     * smaller, and still has to shrink the nursery. */
+    uint64_t start_a = stats().nursery_bytes;
+    printf("no survivors at 10 s, then 2 ms: nursery %" PRIu64 " KiB\n", start_a >> 10);
+    if (!SANITIZED)
+        CHECK(start_a == CEILING, "the nursery left 8 MiB (%" PRIu64 " KiB) when the target became 2 ms after minors "
+              "without survivors", start_a >> 10);
 
     /* A: everything survives. */
     allocate(&head, 1, 12);
@@ -157,8 +165,8 @@ int main(void)
     CHECK(a.minors_over_target > 0, "no minor exceeded 2 ms while copying a full 8 MiB nursery");
     /* How far depends on the cost per byte: since promotion goes into
      * blocks prepared beforehand (no page faults), 4-5 MiB meet 2 ms here. */
-    CHECK(a.nursery_bytes <= CEILING / 4 * 3, "the nursery did not shrink under full survival: %" PRIu64 " KiB",
-          a.nursery_bytes >> 10);
+    CHECK(a.nursery_bytes <= start_a / 4 * 3, "the nursery did not shrink under full survival: %" PRIu64 " KiB "
+          "from %" PRIu64 " KiB", a.nursery_bytes >> 10, start_a >> 10);
 
     /* B: nothing survives; the nursery grows back within 200 minors. */
     head = NULL;
