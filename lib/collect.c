@@ -156,6 +156,19 @@ bool lull_gc_trylock_after_waiters(void)
     return lull_gc_trylock();
 }
 
+bool lull_gc_lock_background(unsigned sleep_us)
+{
+    while (!lull_gc_trylock_after_waiters()) {
+        if (lull_workers_background_stopping())
+            return false;
+        if (sleep_us)
+            usleep(sleep_us);
+        else
+            sched_yield();
+    }
+    return true;
+}
+
 void lull_gc_unlock(void)
 {
     LULL_PROBE0(gc_lock_released);

@@ -24,6 +24,12 @@ bool lull_gc_trylock(void);
 /* The same, for a background job that takes it again and again: the
  * threads waiting for it have it first. */
 bool lull_gc_trylock_after_waiters(void);
+/* The lock for a background job, tried until had (the thread that holds
+ * it may be stopping the job: blocking on it could deadlock); false when
+ * the job is asked to stop meanwhile. Between tries the job sleeps
+ * sleep_us, or yields if 0: it has the lock sooner, and keeps a core busy
+ * while a mutator holds it. */
+bool lull_gc_lock_background(unsigned sleep_us);
 /* In the child of fork() (the forking thread holds the lock): forget the
  * parent's waiters. */
 void lull_gc_lock_after_fork_child(void);

@@ -28,7 +28,6 @@
  * marked there, or all its slots once its free list has gone to a cache
  * since (an upper bound). */
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -446,11 +445,8 @@ uint64_t lull_major_prepared_blocks(void)
 #define SWEEP_BATCH 8
 static bool prepare_batch(void)
 {
-    while (!lull_gc_trylock_after_waiters()) {
-        if (lull_workers_background_stopping())
-            return false;
-        sched_yield();
-    }
+    if (!lull_gc_lock_background(0))
+        return false;
     bool prepared = true;
     for (int k = 0; k < SWEEP_BATCH && prepared; k++)
         prepared = prepare_block();
@@ -465,8 +461,8 @@ void lull_major_prepare_for_promotion(void)
 }
 
 /* The background sweep (worker 0, world running). It takes the gc lock for
- * a few blocks at a time, never waiting for it: the thread that holds it
- * may be stopping this job (lull_workers_stop_background). Once nothing is
+ * a few blocks at a time, never waiting for it (lull_gc_lock_background:
+ * the thread that holds it may be stopping this job). Once nothing is
  * pending it gives long-empty blocks back to the OS (madvise outside any
  * pause), then prepares blocks for promotion (prepare_block). */
 static void sweep_job(lull_tracer *tr, void *arg)
@@ -476,10 +472,8 @@ static void sweep_job(lull_tracer *tr, void *arg)
     uint64_t swept = 0, t0 = lull_now_ns();
     LULL_PROBE0(bg_sweep_begin);
     while (!lull_workers_background_stopping()) {
-        if (!lull_gc_trylock_after_waiters()) {
-            usleep(50);
-            continue;
-        }
+        if (!lull_gc_lock_background(50))
+            break;
         bool more = true, prepared = true;
         for (int k = 0; k < SWEEP_BATCH && more; k++)
             if ((more = sweep_one()))

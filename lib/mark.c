@@ -823,12 +823,7 @@ static void final_roots_begin(void)
 /* Throttling: take the gc lock, trying (false: asked to stop meanwhile). */
 static bool throttle_lock(void)
 {
-    while (!lull_gc_trylock_after_waiters()) {
-        if (lull_workers_background_stopping())
-            return false;
-        usleep(20);
-    }
-    return true;
+    return lull_gc_lock_background(20);
 }
 
 static bool preclean_step(lull_tracer *tr)
