@@ -417,10 +417,9 @@ bool lull_set_allow_synchronous_major(bool allow);
  * 256 KiB and nursery-size, so that the next minor is predicted to take
  * `ns`; until a minor has measured them, a nursery byte is taken to cost
  * 1.4 ns, so the first nursery is at most target / 1.4 ns. Returns 0, or
- * -EINVAL for a value outside
- * [LULL_PAUSE_TARGET_MIN_NS, LULL_PAUSE_TARGET_MAX_NS]: below 100 us, stopping
- * the threads alone takes longer; above 10 s, nothing is aimed at.
- * Misuse before lull_init (abort). */
+ * -EINVAL for a value outside [LULL_PAUSE_TARGET_MIN_NS,
+ * LULL_PAUSE_TARGET_MAX_NS]: below 100 us, stopping the threads alone takes
+ * longer; above 10 s, nothing is aimed at. Misuse before lull_init (abort). */
 #define LULL_PAUSE_TARGET_MIN_NS ((uint64_t)100000)
 #define LULL_PAUSE_TARGET_MAX_NS ((uint64_t)10000000000)
 int lull_set_pause_target(uint64_t ns);

@@ -86,8 +86,8 @@ uint64_t lull_policy_minors_over_target(void);
  * asks for a minor (lull__cards_slow). set_card_budgets, in the pause of
  * every minor before the world restarts (world stopped): fits the cost of
  * a card from that minor (the bytes it promoted, the dirty cards it
- * scanned, its copying phase), so that the next budget already
- * counts with it, and sets the share in every attached thread's TLAB. */
+ * scanned, its copying phase), so that the next budget already counts with
+ * it, and sets the share in every attached thread's TLAB. */
 uint32_t lull_policy_card_budget(void);
 double   lull_policy_card_ns(void);    /* a dirty card's cost, as the budget counts it (the log) */
 uint64_t lull_policy_minors_for_cards(void);
