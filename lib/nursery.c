@@ -743,7 +743,11 @@ static void promote_undo(minor_tracer *mt, uintptr_t p, size_t size, bool has_re
  *
  * Tracers race for an object: each copies it, and the one whose
  * compare-and-swap installs the forwarding header wins; the others give
- * their copy back. A copy's header is stored last (release), after its
+ * their copy back. A minor with one tracer (mark-workers=1, or no worker
+ * thread) has no race: a plain store forwards (the lock'd instruction was
+ * 7% of the game loop's copying with one tracer: per-minor fastest of 3-4
+ * alternating runs at a fixed nursery, summed, 1,429-1,452 ms against
+ * 1,536-1,543). A copy's header is stored last (release), after its
  * body: a tracer scanning the copy's block for dirty cards skips a slot
  * whose word 0 is still zero, so it never reads a half-made copy. */
 /* Where a slot that holds a non-object nursery address is, for the
@@ -799,8 +803,10 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v, const uintptr_t *slot)
             return v;
         }
         memcpy((void *)(c + sizeof(uintptr_t)), (void *)(v + sizeof(uintptr_t)), size - sizeof(uintptr_t));
-        if (!__atomic_compare_exchange_n(hp, &h, c | LULL_HDR_FORWARDED, false, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_ACQUIRE)) {
+        if (!nursery_g.parallel)
+            __atomic_store_n(hp, c | LULL_HDR_FORWARDED, __ATOMIC_RELAXED);
+        else if (!__atomic_compare_exchange_n(hp, &h, c | LULL_HDR_FORWARDED, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE)) {
             promote_undo(mt, c, size, refs);
             continue;
         }
