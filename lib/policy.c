@@ -162,8 +162,15 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
      * mark the allowance cut short got through only `done` of the live
      * heap in that time: counted as if it had got through all of it, the
      * rate was too high, the next mark started too late and was cut short
-     * again (half the game loop's majors were synchronous). */
-    if (policy_g.mark_start_ns && policy_g.allocated_since >= policy_g.at_mark_start) {
+     * again (half the game loop's majors were synchronous). A mark that
+     * began with its allowance already used up (a large allocation took
+     * the program past both trigger and allowance at once) ran for no
+     * allocation at all: it measures neither rate. Counted, graph's first
+     * mark, begun after its 32 MB array, put the program's allocation rate
+     * at 0, and the next mark began at seven eighths of its allowance,
+     * 7.6 MiB before the end, and was cut short in turn. */
+    if (policy_g.mark_start_ns && policy_g.allocated_since >= policy_g.at_mark_start &&
+        policy_g.at_mark_start < policy_g.allowance) {
         double wall = (double)(lull_now_ns() - policy_g.mark_start_ns);
         if (wall < 1)
             wall = 1;

@@ -12,7 +12,8 @@
  * (trigger 40 MiB), one that got through half leaves 48 MiB (trigger
  * 16 MiB). A mark cut short before its job got through a quarter of the
  * heap is no sample when there is an estimate already (then the two
- * marks' wall times no longer cancel out: the check allows for that). */
+ * marks' wall times no longer cancel out: the check allows for that).
+ * Nor is a mark begun with its allowance already used up (late_first_mark). */
 #include <inttypes.h>
 #include <unistd.h>
 
@@ -55,8 +56,40 @@ static uint64_t trigger_after(double done, double then)
     return trigger;
 }
 
+/* A first mark begun with its allowance already used up: a large
+ * allocation (graph's 32 MB array) took the program past the trigger and
+ * the 4 MiB first allowance at once, and the mark was finished at the
+ * next slow path, nothing allocated in between. It measures no rate: the
+ * next trigger is half the allowance, as before any measurement (counted,
+ * an allocation rate of 0 put it at seven eighths, 56 MiB of 64), and a
+ * whole mark after it is measured as if it were the first (trigger 40). */
+static void late_first_mark(uint64_t *after_late, uint64_t *after_whole)
+{
+    UCHECK(lull_init("major=concurrent") == 0, "init");
+    lull_gc_lock();
+    lull_policy_note_allocated(40 * MIB);
+    lull_policy_note_mark_start();
+    lull_gc_unlock();
+    usleep(50000);
+    lull_gc_lock();
+    lull_policy_after_major(64 * MIB, 0.0);
+    uint64_t allowance;
+    lull_policy_pacing(after_late, &allowance);
+    lull_gc_unlock();
+    *after_whole = one_mark(1.0);
+    lull_shutdown();
+    printf("a first mark begun past its allowance: the next starts after %.1f MiB of 64, and after a whole one "
+           "%.1f MiB\n", (double)*after_late / MIB, (double)*after_whole / MIB);
+}
+
 int main(void)
 {
+    uint64_t late, then;
+    late_first_mark(&late, &then);
+    UCHECK(late == 32 * MIB, "a mark begun past its allowance: trigger %.1f MiB, 32 expected (no measurement)",
+           (double)late / MIB);
+    UCHECK(then > 39 * MIB && then < 41 * MIB, "a whole mark after it: trigger %.1f MiB, 40 expected",
+           (double)then / MIB);
     uint64_t whole = trigger_after(1.0, 0), half = trigger_after(0.5, 0), stub = trigger_after(1.0, 0.1);
     UCHECK(whole > 39 * MIB && whole < 41 * MIB, "whole mark: trigger %" PRIu64 " MiB, 40 expected", whole / MIB);
     UCHECK(half > 15 * MIB && half < 17 * MIB,
