@@ -57,8 +57,9 @@ static struct {
     uint32_t empty_count;   /* written under the gc lock; read by lull_get_stats without it: atomics */
     uint64_t swept_background, swept_on_demand;
     uint64_t fragmented;                     /* what evacuation would give back, as of the last major */
-    uint64_t prepared;                       /* blocks prepare_block made ready, since lull_init */
-} major_g = { .empty_list = LULL_NO_BLOCK };
+    uint64_t prepared;                       /* blocks prepare_batch made ready, since lull_init */
+    uint32_t unlinked;                       /* prepared blocks not yet on empty_list (prepare_batch) */
+} major_g = { .empty_list = LULL_NO_BLOCK, .unlinked = LULL_NO_BLOCK };
 
 /* An evacuating major's copy targets: one set of caches per marker (by
  * tracer id), each holding free slots of blocks that are not being
@@ -127,13 +128,13 @@ void lull_major_init(void)
     major_g.npending = 0;
     major_g.cursor = 0;
     major_g.swept_background = major_g.swept_on_demand = 0;
-    major_g.empty_list = LULL_NO_BLOCK;
+    major_g.empty_list = major_g.unlinked = LULL_NO_BLOCK;
     __atomic_store_n(&major_g.empty_count, 0, __ATOMIC_RELAXED);
 }
 
 void lull_major_fini(void)
 {
-    major_g.empty_list = LULL_NO_BLOCK;
+    major_g.empty_list = major_g.unlinked = LULL_NO_BLOCK;
     __atomic_store_n(&major_g.empty_count, 0, __ATOMIC_RELAXED);
 }
 
@@ -409,24 +410,17 @@ void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand)
  * the background job keeps EMPTY blocks enough for the next minor's
  * promotion (lull_policy_block_reserve: twice what minors promote, on
  * average), their pages touched, and the release of long-empty blocks
- * leaves that many. One block per call (gc lock held, world running);
- * false when the reserve is met or the heap cannot grow. */
-static bool prepare_block(void)
+ * leaves that many. */
+
+/* A prepared block onto empty_list (gc lock held). */
+static void link_prepared(uint32_t idx)
 {
-    if (empty_bytes() >= lull_policy_block_reserve())
-        return false;
-    uint32_t idx = lull_space_alloc(1);
-    if (idx == LULL_NO_BLOCK)
-        return false;
-    lull_os_populate((void *)lull_block_addr(idx), LULL_BLOCK_SIZE);
     lull_block *b = B(idx);
-    lull_block_set_state(b, LULL_BLOCK_EMPTY);
     b->age = 0;
     b->next = major_g.empty_list;
     major_g.empty_list = idx;
     __atomic_fetch_add(&major_g.empty_count, 1, __ATOMIC_RELAXED);
     major_g.prepared++;
-    return true;
 }
 
 uint64_t lull_major_prepared_blocks(void)
@@ -434,24 +428,60 @@ uint64_t lull_major_prepared_blocks(void)
     return major_g.prepared;
 }
 
-/* A batch of prepare_block under the gc lock, taken by trying (as the
- * sweep job does: the thread that holds it may be stopping this job),
- * yielding between tries. false when the reserve is met, the heap cannot
- * grow, or the job is asked to stop. A mutator takes the lock often (a
- * TLAB refill): sleeping 50 us between tries, as the sweep job does, the
- * leader spent most of its time between two of graph's minors asleep and
- * filled a fifth of the reserve (185-260 faults a minor left in the
- * pause); yielding, it fills it before every minor (25). */
+/* A batch of blocks made ready, by the background job (one at a time:
+ * the mark's leader or the sweep job). The blocks are taken from the
+ * block space under the gc lock, EMPTY from then on (no object, on no
+ * list: the space's coalescing only merges FREE neighbours); their pages
+ * are faulted in without the lock; then they go onto empty_list under it
+ * again. Faulting them in under the lock (about 6 us a block, 8 a batch)
+ * kept the program's TLAB refills waiting: graph's mutator waited 90 ms
+ * of a 1 s run for the lock, 2,000 times, nearly all behind this. If the
+ * lock cannot be had again (the job is asked to stop: the thread that
+ * holds it may be stopping this job), the batch waits on `unlinked`,
+ * touched only by the background job, for the next batch to link. The
+ * lock is taken by trying, yielding between tries: a mutator takes it
+ * often (a TLAB refill), and sleeping 50 us between tries, as the sweep
+ * job does, the leader spent most of its time between two of graph's
+ * minors asleep and filled a fifth of the reserve (185-260 faults a minor
+ * left in the pause); yielding, it fills it before every minor (25).
+ * false when the reserve is met, the heap cannot grow, or the job is
+ * asked to stop. */
 #define SWEEP_BATCH 8
 static bool prepare_batch(void)
 {
+    uint32_t idx[SWEEP_BATCH];
+    unsigned n = 0;
     if (!lull_gc_lock_background(0))
         return false;
-    bool prepared = true;
-    for (int k = 0; k < SWEEP_BATCH && prepared; k++)
-        prepared = prepare_block();
+    while (major_g.unlinked != LULL_NO_BLOCK) {
+        uint32_t i = major_g.unlinked;
+        major_g.unlinked = B(i)->next;
+        link_prepared(i);
+    }
+    uint64_t reserve = lull_policy_block_reserve();
+    while (n < SWEEP_BATCH && empty_bytes() + ((uint64_t)n << LULL_BLOCK_SHIFT) < reserve) {
+        uint32_t i = lull_space_alloc(1);
+        if (i == LULL_NO_BLOCK)
+            break;
+        lull_block_set_state(B(i), LULL_BLOCK_EMPTY);
+        idx[n++] = i;
+    }
     lull_gc_unlock();
-    return prepared;
+    for (unsigned k = 0; k < n; k++)
+        lull_os_populate((void *)lull_block_addr(idx[k]), LULL_BLOCK_SIZE);
+    if (!n)
+        return false;
+    if (!lull_gc_lock_background(0)) {
+        for (unsigned k = 0; k < n; k++) {
+            B(idx[k])->next = major_g.unlinked;
+            major_g.unlinked = idx[k];
+        }
+        return false;
+    }
+    for (unsigned k = 0; k < n; k++)
+        link_prepared(idx[k]);
+    lull_gc_unlock();
+    return n == SWEEP_BATCH;
 }
 
 void lull_major_prepare_for_promotion(void)
@@ -479,19 +509,19 @@ static void sweep_job(lull_tracer *tr, void *arg)
     while (!lull_workers_background_stopping()) {
         if (!lull_gc_lock_background(50))
             break;
-        bool more = true, prepared = true;
+        bool more = true;
         for (int k = 0; k < SWEEP_BATCH && more; k++)
             if ((more = sweep_one()))
                 major_g.swept_background++, swept++;
         if (!more) {
             lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
             lull_space_release_pending();
-            for (int k = 0; k < SWEEP_BATCH && prepared; k++)
-                prepared = prepare_block();
         }
         lull_gc_unlock();
-        if (!more && !prepared)
+        if (!more) {
+            lull_major_prepare_for_promotion();
             break;
+        }
     }
     LULL_PROBE1(bg_sweep_end, swept);
     LULL_TL(LULL_TL_BG_SWEEP, t0, lull_now_ns() - t0, swept, 0, 0, NULL);
