@@ -118,12 +118,38 @@ VARIANTS = {}
 LULL_PARAMS = ""
 
 
+def jitter_summary(path):
+    """bench/jitter's RESULT as a dict, and the lines that end the table.
+    No path: it did not run (None, []). A failed run: (None, a line saying so)."""
+    if not path:
+        return None, []
+    fig = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("RESULT "):
+                fig = dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+    if fig is None:
+        return None, ["", "machine (bench/jitter, no collector): FAILED, see bench/run's messages"]
+    fig = {k: num(v) if k not in ("gc", "bench", "sink") else v for k, v in fig.items()}
+    return fig, [
+        "",
+        f"machine (bench/jitter, no collector, after the benchmarks): {fig['threads']:.0f} threads repeated one fixed "
+        f"unit of work for {fig['seconds']:.0f} s, {fig['units']:.0f} units: p50 {fig['unit_p50_us'] / 1000:.2f} ms, "
+        f"p99 {fig['unit_p99_us'] / 1000:.2f} ms, p99.9 {fig['unit_p999_us'] / 1000:.2f} ms, "
+        f"max {fig['unit_max_us'] / 1000:.2f} ms; {fig['over_3x_median_pct']:.2f}% over 3x the median "
+        f"(on CPU {fig['slow_oncpu_pct']:.0f}% of their time), {fig['over_16ms']:.0f} over 16.6 ms. "
+        "This is how far the machine alone spreads the time of a fixed amount of work: read pause percentiles "
+        "against it.",
+    ]
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ["raw", "out", "command", "runs", "date", "machine", "compiler", "boehm", "commit", "quick"]:
         ap.add_argument("--" + a.replace("_", "-"), dest=a, required=True)
     ap.add_argument("--variant", action="append", default=[], help="NAME=PARAMS, as given to bench/run")
     ap.add_argument("--lull-params", dest="lull_params", default="", help="LULL_GC_PARAMS of the lull column")
+    ap.add_argument("--jitter", default="", help="bench/jitter's output (its RESULT line), or FAILED")
     args = ap.parse_args()
     global LULL_PARAMS
     LULL_PARAMS = args.lull_params
@@ -265,7 +291,10 @@ def main():
         markers_note,
         "",
     ]
-    text = "\n".join(preamble + lines) + "\n"
+    jitter, jitter_lines = jitter_summary(args.jitter)
+    if jitter_lines:
+        status = status or (1 if jitter is None else 0)
+    text = "\n".join(preamble + lines + jitter_lines) + "\n"
     print()
     print(text, end="")
     with open(os.path.join(args.out, "table.md"), "w") as f:
@@ -276,7 +305,7 @@ def main():
         "command": args.command, "date": args.date, "machine": args.machine, "compiler": args.compiler,
         "boehm_version": args.boehm, "lull_commit": args.commit, "runs_per_collector": int(args.runs),
         "quick": args.quick == "1", "columns": columns,
-        "variants": VARIANTS, "checksums_agree": status == 0,
+        "variants": VARIANTS, "checksums_agree": status == 0, "machine_jitter": jitter,
         "runs": [], "failures": fails,
         "median_runs": [{"benchmark": l, "gc": g, "run": int(c[0]["run"]), "of": c[1]}
                         for (l, g), c in chosen.items()],
