@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     double threads = ncpu > 0 && ncpu <= MAX_THREADS ? (double)ncpu : 2, seconds = 10, unit_us = 2000;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {     /* each option takes a value */
         double *into = !strcmp(argv[i], "--threads") ? &threads : !strcmp(argv[i], "--seconds") ? &seconds
                      : !strcmp(argv[i], "--unit-us") ? &unit_us : NULL;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -188,7 +188,6 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        i++;
     }
     unsigned nt = (unsigned)threads;
 
