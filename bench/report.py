@@ -43,6 +43,8 @@ EXTRAS = {
     "frame_p99_ms": ("frame p99 {:.2f} ms", True),
     "frame_max_ms": ("frame max {:.1f} ms", True),
     "frames_over_16ms": ("{:.0f} frames > 16.6 ms", True),
+    "frames_over_16ms_beside_pauses": ("{:.0f} of them over without their pauses", True),
+    "frame_p99_ms_beside_pauses": ("frame p99 without its pauses {:.2f} ms", True),
     "rps": ("{:.0f} req/s", False),
     "req_p50_us": ("request p50 {:.0f} us", True),
     "req_p99_us": ("request p99 {:.0f} us", True),
