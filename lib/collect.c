@@ -497,6 +497,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
      * workers take part in the pause instead. */
     lull_workers_stop_background();
     uint64_t stop_bg_ns = lull_now_ns() - t0;
+    lull_major_link_unlinked();     /* what the stopped job prepared and could not link (heap.h) */
 
     /* Stop: afterwards every other attached thread sits in the suspend
      * handler with its live stack range recorded, outside any critical

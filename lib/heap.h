@@ -438,6 +438,21 @@ uint64_t lull_major_prepared_blocks(void);
  * pause (bench/graph at 2 ms: 286 a minor, 792 of its 806 minors; 25
  * now). */
 void lull_major_prepare_for_promotion(void);
+/* A pause, after it stopped the background job (collect.c): the blocks a
+ * stopped job's last batch left prepared but unlinked (major.c:
+ * prepare_batch) go onto the empty list, where the pause's sweep, its
+ * release of empty blocks and any allocation can use them. Without it they
+ * waited for the job's next batch: an allocation that failed at the heap's
+ * limit collected and released every empty block but those, up to 8
+ * (tests/unit/unit_prepare_stash.c). gc lock held, background job stopped. */
+void lull_major_link_unlinked(void);
+/* Tests only: the blocks prepared but not yet on the empty list (gc lock
+ * held, background job stopped or unable to take the lock). */
+unsigned lull_major_unlinked_blocks(void);
+/* Tests only (tests/unit/unit_prepare_stash.c): called by the background
+ * job between faulting a batch in and taking the gc lock again to link it.
+ * NULL in every program. */
+extern void (*lull_major_test_prepared)(void);
 
 /* Ask for the memory a scan of card c of the block at `base` reads: the
  * header of the slot that holds the card's first byte (slot_size: the

@@ -438,7 +438,8 @@ uint64_t lull_major_prepared_blocks(void)
  * of a 1 s run for the lock, 2,000 times, nearly all behind this. If the
  * lock cannot be had again (the job is asked to stop: the thread that
  * holds it may be stopping this job), the batch waits on `unlinked`,
- * touched only by the background job, for the next batch to link. The
+ * touched only by the background job, or by a pause once the job is
+ * stopped (lull_major_link_unlinked), for the next of them to link. The
  * lock is taken by trying, yielding between tries: a mutator takes it
  * often (a TLAB refill), and sleeping 50 us between tries, as the sweep
  * job does, the leader spent most of its time between two of graph's
@@ -453,11 +454,7 @@ static bool prepare_batch(void)
     unsigned n = 0;
     if (!lull_gc_lock_background(0))
         return false;
-    while (major_g.unlinked != LULL_NO_BLOCK) {
-        uint32_t i = major_g.unlinked;
-        major_g.unlinked = B(i)->next;
-        link_prepared(i);
-    }
+    lull_major_link_unlinked();
     uint64_t reserve = lull_policy_block_reserve();
     while (n < SWEEP_BATCH && empty_bytes() + ((uint64_t)n << LULL_BLOCK_SHIFT) < reserve) {
         uint32_t i = lull_space_alloc(1);
@@ -471,6 +468,8 @@ static bool prepare_batch(void)
         lull_os_populate((void *)lull_block_addr(idx[k]), LULL_BLOCK_SIZE);
     if (!n)
         return false;
+    if (LULL_UNLIKELY(lull_major_test_prepared != NULL))
+        lull_major_test_prepared();
     if (!lull_gc_lock_background(0)) {
         for (unsigned k = 0; k < n; k++) {
             B(idx[k])->next = major_g.unlinked;
@@ -482,6 +481,25 @@ static bool prepare_batch(void)
         link_prepared(idx[k]);
     lull_gc_unlock();
     return n == SWEEP_BATCH;
+}
+
+void (*lull_major_test_prepared)(void);
+
+void lull_major_link_unlinked(void)
+{
+    while (major_g.unlinked != LULL_NO_BLOCK) {
+        uint32_t i = major_g.unlinked;
+        major_g.unlinked = B(i)->next;
+        link_prepared(i);
+    }
+}
+
+unsigned lull_major_unlinked_blocks(void)
+{
+    unsigned n = 0;
+    for (uint32_t i = major_g.unlinked; i != LULL_NO_BLOCK; i = B(i)->next)
+        n++;
+    return n;
 }
 
 void lull_major_prepare_for_promotion(void)
