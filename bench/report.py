@@ -39,6 +39,7 @@ EXTRAS = {
     "major_pauses": ("{:.0f} major pauses", True),
     "majors_sync": ("{:.0f} synchronous majors", True),
     "major_max_us": ("major max {:.0f} us", True),
+    "survival_pct": ("{:.1f}% of allocation promoted", True),
     "frame_p50_ms": ("frame p50 {:.2f} ms", True),
     "frame_p99_ms": ("frame p99 {:.2f} ms", True),
     "frame_max_ms": ("frame max {:.1f} ms", True),

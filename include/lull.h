@@ -467,6 +467,11 @@ typedef struct lull_stats {
      * the pause target, in stores of young references into old objects
      * made without allocating (README, "when to collect"). */
     uint64_t minors_for_cards;
+    /* Survival (addition to API.md): bytes of nursery objects that minors
+     * copied into the major heap since lull_init. Over bytes_allocated it
+     * is the share of allocation that outlived its nursery; objects pinned
+     * in the nursery and large objects (never in it) are not counted. */
+    uint64_t bytes_promoted;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

@@ -664,7 +664,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     enum lull_pause_kind kind = major_pause ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
     lull_stats_record_pause(kind, pause);
     if (!start)
-        lull_stats_record_collection(kind, synchronous, live);
+        lull_stats_record_collection(kind, synchronous, live, promoted);
     unsigned evac_classes = 0;
     uint32_t evac_blocks = 0;
     uint64_t evac_objects = 0, evac_bytes = 0;

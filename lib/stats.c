@@ -69,6 +69,7 @@ static struct {
     lull_histogram pauses, pauses_by_kind[2];   /* [LULL_PAUSE_MINOR/MAJOR] */
     uint64_t collections_minor, collections_major, collections_major_sync;
     uint64_t live_after_major;
+    uint64_t bytes_promoted;
     uint64_t objects_evacuated, bytes_evacuated;
     /* Updated without the lock (the queueing happens in a pause). */
     atomic_uint_fast64_t finalizers_queued, finalizers_run;
@@ -91,6 +92,7 @@ void lull_stats_reset(void)
     memset(stats_g.pauses_by_kind, 0, sizeof stats_g.pauses_by_kind);
     stats_g.collections_minor = stats_g.collections_major = stats_g.collections_major_sync = 0;
     stats_g.live_after_major = 0;
+    stats_g.bytes_promoted = 0;
     stats_g.objects_evacuated = stats_g.bytes_evacuated = 0;
     atomic_store(&stats_g.finalizers_queued, 0);
     atomic_store(&stats_g.finalizers_run, 0);
@@ -113,9 +115,11 @@ void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
     pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
-void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes)
+void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes,
+                                  uint64_t promoted_bytes)
 {
     pthread_mutex_lock(&stats_g.stats_lock);
+    stats_g.bytes_promoted += promoted_bytes;
     if (kind == LULL_PAUSE_MINOR) {
         stats_g.collections_minor++;
     } else {
@@ -151,6 +155,7 @@ void lull_get_stats(lull_stats *s)
     s->pause_p95_ns = lull_hist_quantile(&stats_g.pauses, 0.95);
     s->pause_p99_ns = lull_hist_quantile(&stats_g.pauses, 0.99);
     s->live_bytes_after_major = stats_g.live_after_major;
+    s->bytes_promoted = stats_g.bytes_promoted;
     s->objects_evacuated = stats_g.objects_evacuated;
     s->bytes_evacuated = stats_g.bytes_evacuated;
     s->finalizers_queued = atomic_load_explicit(&stats_g.finalizers_queued, memory_order_relaxed);

@@ -35,7 +35,10 @@ void lull_stats_reset(void);
 void lull_stats_lock_for_fork(void);
 void lull_stats_unlock_after_fork(void);
 void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns);
-void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes);
+/* A collection (not a concurrent major's initial pause) and the bytes its
+ * minor, if it ran one, promoted. */
+void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes,
+                                  uint64_t promoted_bytes);
 /* What a synchronous major evacuated (after its pause). */
 void lull_stats_note_evacuated(uint64_t objects, uint64_t bytes);
 /* Finalizers queued by a collection (in its pause: no lock taken) and run. */

@@ -10,6 +10,9 @@
  *  - with major=stw every major is synchronous; sync never exceeds majors;
  *  - heap_bytes covers the live data; live_bytes_after_major covers what is
  *    reachable and falls when it is dropped;
+ *  - bytes_promoted grows by at least the small objects that outlived the
+ *    nursery, hardly at all for garbage, never passes bytes_allocated, and
+ *    restarts with a new lull_init;
  *  - counters never go backwards.
  */
 #include "check.h"
@@ -29,6 +32,9 @@ static void check_monotonic(const lull_stats *a, const lull_stats *b, const char
     MONO(pause_total_ns);
     MONO(pause_max_ns);
     MONO(bytes_allocated);
+    MONO(bytes_promoted);
+    CHECK(b->bytes_promoted <= b->bytes_allocated, "%s: bytes_promoted %" PRIu64 " > bytes_allocated %" PRIu64,
+          when, b->bytes_promoted, b->bytes_allocated);
 }
 
 static void check_pauses(const lull_stats *s, const char *when)
@@ -61,6 +67,12 @@ static NOINLINE void allocate_live(void)
     for (int i = 0; i < NBIG; i++)
         lull_store(keep, &keep->item[i], bytes_new(MB, (uint64_t)i));
     lull_store(keep, &keep->item[NBIG], list_build(1, NNODES));
+}
+
+/* Garbage: a list no root leads to. */
+static NOINLINE void allocate_garbage(size_t count)
+{
+    list_build(2 * NNODES, count);
 }
 
 /* Only NOINLINE helpers touch `keep`'s contents: had run() loaded a
@@ -104,6 +116,26 @@ static void run(const char *params, bool stw)
               "major=stw: %" PRIu64 " majors but only %" PRIu64 " counted as synchronous",
               s3.collections_major, s3.collections_major_sync);
 
+    /* The list's nodes were in the nursery; the forced collections (or
+     * minors along the way) promoted them. The 1 MiB objects are large:
+     * never in the nursery, never counted. */
+    uint64_t small = (uint64_t)NNODES * sizeof(struct tnode);
+    CHECK(s3.bytes_promoted - s1.bytes_promoted >= small,
+          "%" PRIu64 " bytes of list outlived the nursery, bytes_promoted grew by %" PRIu64, small,
+          s3.bytes_promoted - s1.bytes_promoted);
+    CHECK(s3.bytes_promoted - s1.bytes_promoted < small + 4 * MB,
+          "%" PRIu64 " bytes of list outlived the nursery, bytes_promoted grew by %" PRIu64
+          " (are the large objects counted?)", small, s3.bytes_promoted - s1.bytes_promoted);
+    allocate_garbage(NNODES / 4);
+    clobber_stack();
+    lull_collect(LULL_GEN_NURSERY);
+    lull_stats sg = get_stats();
+    check_monotonic(&s3, &sg, "after a minor of garbage");
+    CHECK(sg.bytes_promoted - s3.bytes_promoted < small / 8,
+          "a minor of %" PRIu64 " bytes of garbage promoted %" PRIu64, small / 4,
+          sg.bytes_promoted - s3.bytes_promoted);
+    s3 = sg;
+
     verify_kept();
     uint64_t live = (uint64_t)NBIG * MB + (uint64_t)NNODES * sizeof(struct tnode);
     CHECK(s3.live_bytes_after_major >= live, "live_bytes_after_major = %" PRIu64
@@ -130,11 +162,11 @@ static void run(const char *params, bool stw)
           live, s3.live_bytes_after_major, s4.live_bytes_after_major);
     printf("stats (%s): bytes_allocated %" PRIu64 " heap %" PRIu64 " live %" PRIu64 "->%" PRIu64
            " minor %" PRIu64 " major %" PRIu64 " sync %" PRIu64 " pauses %" PRIu64
-           " p50/p95/p99/max %" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 " us\n",
+           " p50/p95/p99/max %" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 " us promoted %" PRIu64 "\n",
            params ? params : "defaults", s4.bytes_allocated, s4.heap_bytes,
            s3.live_bytes_after_major, s4.live_bytes_after_major, s4.collections_minor,
            s4.collections_major, s4.collections_major_sync, s4.pauses, s4.pause_p50_ns / 1000,
-           s4.pause_p95_ns / 1000, s4.pause_p99_ns / 1000, s4.pause_max_ns / 1000);
+           s4.pause_p95_ns / 1000, s4.pause_p99_ns / 1000, s4.pause_max_ns / 1000, s4.bytes_promoted);
     lull_root_remove(&keep);
     lull_shutdown();
 }
@@ -152,6 +184,7 @@ int main(void)
     lull_stats fresh = get_stats();
     CHECK(fresh.bytes_allocated < (uint64_t)NBIG * MB,
           "bytes_allocated right after a new lull_init is %" PRIu64, fresh.bytes_allocated);
+    CHECK(fresh.bytes_promoted == 0, "bytes_promoted right after a new lull_init is %" PRIu64, fresh.bytes_promoted);
     lull_shutdown();
 
     /* Heap addresses repeat across lull_init cycles: a slot of run()'s
