@@ -33,10 +33,16 @@
  * failure (here or in a frame's check) prints a message on stderr and exits
  * 1 without a RESULT line.
  *
- *   gameloop_lull [-v] [--scale F]     (gameloop_boehm: same)
+ *   gameloop_lull [-v] [--scale F] [--idle]     (gameloop_boehm: same)
  *
  * --scale F (0 < F <= 10, default 1) multiplies the entities and the frames
- * (at least 50); the work of a frame stays the same. -v reports progress on
+ * (at least 50); the work of a frame stays the same. --idle: after each
+ * frame that took less than 16.6 ms, the program gives the collector what
+ * is left of it (lull_idle; Boehm GC has no counterpart and does nothing),
+ * as a game does before it waits for the display; the RESULT line then
+ * has idle_minors= (minors run there) and idle_overran= (frames within
+ * 16.6 ms that the idle call took past it). The idle calls are between
+ * frames: in time_ms, in no frame's time. -v reports progress on
  * stderr. Prints the RESULT line with checksum= (every entity's id,
  * component values and neighbours' ids, walked by the final check), frames=, frame_p50_ms=, frame_p99_ms=,
  * frame_max_ms= and frames_over_16ms= (frames longer than 16.6 ms),
@@ -503,15 +509,25 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static void gameloop_usage(const char *argv0)
+{
+    fprintf(stderr, "usage: %s [-v] [--scale F] [--idle]\n", argv0);
+    exit(2);
+}
+
 /* Nearest-rank percentile of sorted v[0..n) (gcshim_rank_index's rule). */
 static double percentile(const double *v, uint32_t n, unsigned pct) { return v[gcshim_rank_index(n, pct)]; }
 
 int main(int argc, char **argv)
 {
     double scale = 1.0;
-    for (int i = 1; i < argc; i++)
-        if (!gcshim_common_option(argc, argv, &i, &scale, &verbose, gcshim_usage))
-            gcshim_usage(argv[0]);
+    int idle = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--idle"))
+            idle = 1;
+        else if (!gcshim_common_option(argc, argv, &i, &scale, &verbose, gameloop_usage))
+            gameloop_usage(argv[0]);
+    }
     const uint32_t n = scaled(kEntities, scale, kMinEntities);
     const uint32_t frames = scaled(kFrames, scale, kMinFrames);
     double *frame_ms = malloc(frames * sizeof *frame_ms);
@@ -533,6 +549,7 @@ int main(int argc, char **argv)
 
     double energy = 0;
     uint32_t sim_cursor = 0;
+    uint32_t idle_minors = 0, idle_overran = 0;
     for (uint32_t f = 0; f < frames; f++) {
         uint64_t p0 = __atomic_load_n(&gcshim_pause_log_n, __ATOMIC_ACQUIRE);
         uint64_t f0 = gcshim_now_ns();
@@ -542,6 +559,16 @@ int main(int argc, char **argv)
         for (uint64_t k = p0; k < p1 && k < GCSHIM_PAUSE_LOG_CAP; k++)
             paused += gcshim_pause_log[k];
         beside_ms[f] = frame_ms[f] - paused / 1e6;
+        if (idle && frame_ms[f] < FRAME_BUDGET_MS) {
+            uint64_t i0 = gcshim_now_ns();
+            int r = gcshim_idle((uint64_t)((FRAME_BUDGET_MS - frame_ms[f]) * 1e6));
+            if (r < 0) {
+                fprintf(stderr, "gameloop: the idle call failed (%d)\n", r);
+                return 1;
+            }
+            idle_minors += (uint32_t)r;
+            idle_overran += frame_ms[f] + (gcshim_now_ns() - i0) / 1e6 > FRAME_BUDGET_MS;
+        }
         if (verbose && (f + 1) % 100 == 0)
             fprintf(stderr, "gameloop: frame %u/%u: %.2f ms, energy %.9g\n", f + 1, frames, frame_ms[f], energy);
     }
@@ -563,11 +590,14 @@ int main(int argc, char **argv)
     double p50 = percentile(sorted, frames, 50), p99 = percentile(sorted, frames, 99), max = sorted[frames - 1];
     memcpy(sorted, beside_ms, frames * sizeof *sorted);
     qsort(sorted, frames, sizeof *sorted, cmp_double);
-    char extra[320];
-    snprintf(extra, sizeof extra,
-             "frames=%u frame_p50_ms=%.3f frame_p99_ms=%.3f frame_max_ms=%.3f frames_over_16ms=%u "
-             "frames_over_16ms_beside_pauses=%u frame_p99_ms_beside_pauses=%.3f",
-             frames, p50, p99, max, over, over_beside, percentile(sorted, frames, 99));
+    char extra[384];
+    int len = snprintf(extra, sizeof extra,
+                       "frames=%u frame_p50_ms=%.3f frame_p99_ms=%.3f frame_max_ms=%.3f frames_over_16ms=%u "
+                       "frames_over_16ms_beside_pauses=%u frame_p99_ms_beside_pauses=%.3f",
+                       frames, p50, p99, max, over, over_beside, percentile(sorted, frames, 99));
+    if (idle)
+        snprintf(extra + len, sizeof extra - (size_t)len, " idle_minors=%u idle_overran=%u", idle_minors,
+                 idle_overran);
     gcshim_report("gameloop", t1 - t0, checksum, extra);
     gcshim_series("gameloop", "frame_ms", frame_ms, frames);
     free(frame_ms);

@@ -164,6 +164,8 @@ static inline void gcshim_init(void)
     lull_set_pause_hook(gcshim_on_pause, NULL);
 }
 static inline void gcshim_shutdown(void) { lull_shutdown(); }
+/* Idle time: lull_idle (1: it ran a minor). */
+static inline int gcshim_idle(uint64_t ns) { return lull_idle(ns); }
 static inline void gcshim_thread_attach(void) { lull_thread_attach(); }
 static inline void gcshim_thread_detach(void) { lull_thread_detach(); }
 
@@ -320,6 +322,14 @@ static inline uint64_t gcshim_logged_pauses(uint64_t *collections)
  * (GC_MARKERS, default: one per processor, started with the first thread
  * or collection that needs them). */
 static inline int gcshim_markers(void) { return GC_get_parallel() + 1; }
+/* Idle time: Boehm GC has no call that collects where the program says its
+ * temporaries are dead without a whole collection (GC_collect_a_little
+ * does a step of incremental work, and nothing in the default mode). */
+static inline int gcshim_idle(uint64_t ns)
+{
+    (void)ns;
+    return 0;
+}
 #endif
 
 /* Deterministic randomness, so that both collectors do the same work:

@@ -424,6 +424,23 @@ bool lull_set_allow_synchronous_major(bool allow);
 #define LULL_PAUSE_TARGET_MAX_NS ((uint64_t)10000000000)
 int lull_set_pause_target(uint64_t ns);
 
+/* Idle time (addition to API.md): the program has about `ns` nanoseconds
+ * with nothing to do now; a game calls it at the end of each frame's work
+ * with the time left before the frame's deadline, a server between
+ * requests. Objects a unit of work used and dropped are dead at that
+ * point, so a minor then promotes only what lives on, where a minor in
+ * the middle of the work would promote the unit's temporaries too. lull
+ * runs a minor now when the nursery would fill before the next call (at
+ * the allocation measured between calls) and the pause-target model
+ * predicts the minor within `ns`; else it does nothing and the minor comes
+ * when the nursery fills, as without the call. The first call only starts
+ * that measurement. Returns 1 if it collected, 0 if not, -EINVAL for
+ * ns == 0. It may wait for the gc lock like any allocation slow path, and
+ * may run on any thread (the minor's own pause counts as usual:
+ * lull_stats.minors_idle counts the minors it ran). Misuse before
+ * lull_init (abort). */
+int lull_idle(uint64_t ns);
+
 /* ------------------------------------------------------------------------ */
 /* Statistics                                                               */
 /* ------------------------------------------------------------------------ */
@@ -472,6 +489,8 @@ typedef struct lull_stats {
      * is the share of allocation that outlived its nursery; objects pinned
      * in the nursery and large objects (never in it) are not counted. */
     uint64_t bytes_promoted;
+    /* Minors lull_idle ran (addition to API.md); among collections_minor. */
+    uint64_t minors_idle;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

@@ -830,6 +830,21 @@ void lull_collect(int generation)
     lull_gc_unlock();
 }
 
+int lull_idle(uint64_t ns)
+{
+    if (!lull_is_initialised())
+        lull_fatal("lull_idle", "lull is not initialised (call lull_init first)");
+    if (ns == 0)
+        return -EINVAL;
+    uint64_t allocated = lull_threads_allocated_bytes();    /* takes the gc lock itself */
+    lull_gc_lock();
+    bool minor = lull_policy_idle_minor(ns, allocated);
+    if (minor)
+        lull_collect_locked(LULL_GEN_NURSERY, "idle time");
+    lull_gc_unlock();
+    return minor ? 1 : 0;
+}
+
 int lull_set_pause_target(uint64_t ns)
 {
     if (!lull_is_initialised())

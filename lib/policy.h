@@ -93,6 +93,13 @@ double   lull_policy_card_ns(void);    /* a dirty card's cost, as the budget cou
 uint64_t lull_policy_minors_for_cards(void);
 void     lull_policy_set_card_budgets(uint64_t promoted, uint64_t cards, uint64_t trace_ns);
 
+/* lull_idle (gc lock held): whether to run a minor now, in `idle_ns` of
+ * idle time, with `allocated` the program's allocation so far (policy.c
+ * has the rule; a yes is counted in minors_idle, which lull_get_stats
+ * reads from any thread). */
+bool     lull_policy_idle_minor(uint64_t idle_ns, uint64_t allocated);
+uint64_t lull_policy_minors_idle(void);
+
 /* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
  * cut to a power of two at most an eighth of max-heap-size. */
 size_t lull_policy_size_heap(lull_config *cfg);

@@ -177,6 +177,7 @@ void lull_get_stats(lull_stats *s)
         s->heap_empty_bytes = lull_major_empty_bytes();
         s->minors_over_target = lull_policy_minors_over_target();
         s->minors_for_cards = lull_policy_minors_for_cards();
+        s->minors_idle = lull_policy_minors_idle();
         s->pause_target_ns = lull_policy_pause_target();
         s->nursery_bytes = lull_nursery_size();
     }

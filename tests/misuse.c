@@ -18,7 +18,8 @@
  *  - lull_type_of and lull_array_length on NULL, non-heap memory, a
  *    non-array, before lull_init and after lull_shutdown;
  *  - lull_collect with an unknown generation (7, -1), before lull_init
- *    and after lull_shutdown; lull_set_pause_hook before lull_init and
+ *    and after lull_shutdown; lull_idle before lull_init;
+ *    lull_set_pause_hook before lull_init and
  *    after lull_shutdown; lull_get_stats(NULL); lull_shutdown with another
  *    thread attached;
  *  - handles: a freed handle read, set and freed again, 0 and a made-up
@@ -158,6 +159,7 @@ static void length_of_malloc(void)
 
 static void collect_before_init(void) { lull_collect(LULL_GEN_MAJOR); }
 static void pause_hook_before_init(void) { lull_set_pause_hook(NULL, NULL); }
+static void idle_before_init(void) { (void)lull_idle(1000000); }
 
 static void collect_bad_generation(void)
 {
@@ -581,6 +583,7 @@ int main(void)
                  not_init);
 
     expect_abort("lull_collect before lull_init", collect_before_init, "lull_collect", not_init);
+    expect_abort("lull_idle before lull_init", idle_before_init, "lull_idle", not_init);
     expect_abort("lull_collect after lull_shutdown", collect_after_shutdown, "lull_collect", not_init);
     expect_abort("lull_collect(7)", collect_bad_generation, "lull_collect",
                  "unknown generation 7 (LULL_GEN_NURSERY or LULL_GEN_MAJOR)");
