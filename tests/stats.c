@@ -69,10 +69,13 @@ static NOINLINE void allocate_live(void)
     lull_store(keep, &keep->item[NBIG], list_build(1, NNODES));
 }
 
-/* Garbage: a list no root leads to. */
+/* Garbage: nodes no root leads to, each on its own (a word a sanitizer's
+ * frame leaves on the stack may pin one, but then only that one: under
+ * ThreadSanitizer a list's head was pinned so, and all the list promoted). */
 static NOINLINE void allocate_garbage(size_t count)
 {
-    list_build(2 * NNODES, count);
+    for (size_t i = 0; i < count; i++)
+        (void)tnode_new(2 * NNODES + i);
 }
 
 /* Only NOINLINE helpers touch `keep`'s contents: had run() loaded a
@@ -120,7 +123,9 @@ static void run(const char *params, bool stw)
      * minors along the way) promoted them. The 1 MiB objects are large:
      * never in the nursery, never counted. */
     uint64_t small = (uint64_t)NNODES * sizeof(struct tnode);
-    CHECK(s3.bytes_promoted - s1.bytes_promoted >= small,
+    /* A node a stale stack word pins stays in the nursery, uncounted
+     * (one did under AddressSanitizer): all but a hundredth. */
+    CHECK(s3.bytes_promoted - s1.bytes_promoted >= small - small / 100,
           "%" PRIu64 " bytes of list outlived the nursery, bytes_promoted grew by %" PRIu64, small,
           s3.bytes_promoted - s1.bytes_promoted);
     CHECK(s3.bytes_promoted - s1.bytes_promoted < small + 4 * MB,
