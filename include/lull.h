@@ -431,10 +431,17 @@ int lull_set_pause_target(uint64_t ns);
  * point, so a minor then promotes only what lives on, where a minor in
  * the middle of the work would promote the unit's temporaries too. lull
  * runs a minor now when the nursery would fill before the next call (at
- * the allocation measured between calls) and the pause-target model
- * predicts the minor within `ns`; else it does nothing and the minor comes
- * when the nursery fills, as without the call. The first call only starts
- * that measurement. Returns 1 if it collected, 0 if not, -EINVAL for
+ * the allocation measured between calls) and the minor is predicted to
+ * fit `ns` (the average pause of the minors run there, or the pause-target
+ * model before one has run); else it does nothing and the minor comes when
+ * the nursery fills, as without the call. The first call only starts that
+ * measurement. While the program calls it at least every third minor and
+ * the minors run there fit the idle time it gives, the nursery holds at
+ * least 1.25 times the allocation between calls and the write barrier's
+ * card budget counts with the idle time, even where the pause target alone
+ * would set them smaller: a minor in the middle of a unit of work that
+ * allocates more than usual may then exceed the target. Returns 1 if it
+ * collected, 0 if not, -EINVAL for
  * ns == 0. It may wait for the gc lock like any allocation slow path, and
  * may run on any thread (the minor's own pause counts as usual:
  * lull_stats.minors_idle counts the minors it ran). Misuse before

@@ -220,6 +220,15 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
 /* The nursery's size                                                       */
 /* ------------------------------------------------------------------------ */
 
+/* The program calls lull_idle (at least once every third minor) and the
+ * minors run there fit the idle time it gives: those are its minors. */
+#define IDLE_MINORS_BETWEEN_CALLS 2u
+static bool idle_minors_rule(void)
+{
+    return policy_g.minors_since_idle_call <= IDLE_MINORS_BETWEEN_CALLS && policy_g.idle_period_known &&
+           policy_g.idle_pause_known && policy_g.idle_ns_known && policy_g.idle_pause_ns <= policy_g.idle_ns;
+}
+
 /* The rule. A minor's pause is modelled as
  *     pause = fixed + per_byte * N
  * where N is the nursery allocated since the previous minor; fixed is what
@@ -240,15 +249,6 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
  * shrink is immediate, growth one doubling per minor: a phase of low
  * survival that ends should not meet a huge nursery). When even 256 KiB is
  * predicted to miss the target, the log says so once. */
-/* The program calls lull_idle (at least once every third minor) and the
- * minors run there fit the idle time it gives: those are its minors. */
-#define IDLE_MINORS_BETWEEN_CALLS 2u
-static bool idle_minors_rule(void)
-{
-    return policy_g.minors_since_idle_call <= IDLE_MINORS_BETWEEN_CALLS && policy_g.idle_period_known &&
-           policy_g.idle_pause_known && policy_g.idle_ns_known && policy_g.idle_pause_ns <= policy_g.idle_ns;
-}
-
 static size_t size_for_target(void)
 {
     size_t ceiling = lull_nursery_end - lull_nursery_start, floor = NURSERY_FLOOR < ceiling ? NURSERY_FLOOR : ceiling;
@@ -417,10 +417,13 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
  * allocation that way, 62% at the default: bench/gameloop's survival_pct).
  * The rule: run a minor now when the nursery would fill before the next
  * call (what is handed out plus the allocation between two calls reaches
- * the nursery's size), and the model predicts that minor within the idle
- * time given (fixed + per_byte * handed out). Else nothing: the minor
- * comes when the nursery fills, as it would have. The first call only
- * starts the count of allocation between calls. */
+ * the nursery's size), and the minor is predicted within the idle time
+ * given: the average pause of the minors run in idle time, or before one
+ * has run the model's fixed + per_byte * handed out. Else nothing: the
+ * minor comes when the nursery fills, as it would have. The first call
+ * only starts the count of allocation between calls. Once such minors
+ * run, they set the nursery's size and the card budget too
+ * (idle_minors_rule). */
 bool lull_policy_idle_minor(uint64_t idle_ns, uint64_t allocated)
 {
     if (policy_g.idle_seen) {

@@ -1,0 +1,42 @@
+#!/bin/sh
+# bench/test_gameloop_idle.sh GAMELOOP_LULL — ctest bench_gameloop_idle:
+# the game loop's --idle hands each frame's slack to lull_idle, and the
+# minors then run between frames, where the frame's temporaries are dead.
+# At pause-target=2ms the nursery is smaller than a frame's allocation:
+# without the calls every minor lands inside a frame and promotes nearly
+# all of it (survival_pct near 90); with them most minors run in idle time
+# and about a quarter is promoted. A gameloop that ignored --idle, or a
+# lull_idle that did not collect, leaves idle_minors at 0 or the survival
+# where it was, and fails here.
+set -u
+exe=$1
+run() {
+    LULL_GC_DEBUG= LULL_GC_PARAMS=pause-target=2ms "$exe" --scale 0.1 "$@" | grep '^RESULT ' ||
+        { echo "test_gameloop_idle: gameloop $* failed"; exit 1; }
+}
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+plain=$(run) || exit 1
+idle=$(run --idle) || exit 1
+sp=$(field "$plain" survival_pct)
+si=$(field "$idle" survival_pct)
+minors=$(field "$idle" minor_pauses)
+im=$(field "$idle" idle_minors)
+frames=$(field "$idle" frames)
+echo "without --idle: survival_pct=$sp; with: survival_pct=$si, idle_minors=$im of $minors minors, $frames frames"
+if [ -z "$sp" ] || [ -z "$si" ] || [ -z "$im" ] || [ -z "$frames" ]; then
+    echo "test_gameloop_idle: the RESULT line lacks a figure"
+    exit 1
+fi
+if [ -n "$(field "$plain" idle_minors)" ]; then
+    echo "test_gameloop_idle: idle_minors reported without --idle"
+    exit 1
+fi
+if [ "$((im * 4))" -lt "$frames" ]; then
+    echo "test_gameloop_idle: only $im minors in idle time over $frames frames"
+    exit 1
+fi
+if ! awk -v a="$si" -v b="$sp" 'BEGIN { exit !(a * 2 < b) }'; then
+    echo "test_gameloop_idle: survival $si% with the idle calls against $sp% without: not below half"
+    exit 1
+fi
+echo "test_gameloop_idle: ok"
