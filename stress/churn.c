@@ -1,7 +1,7 @@
 /*
  * stress/churn.c — threads come and go while the world is stopped.
  *
- *   stress_churn [--seconds N] [--seed S] [--default-seconds N] [--live N] [-v]
+ *   stress_churn [--seconds N] [--seed S] [--default-seconds N] [--live N] [--expect-idle] [-v]
  *
  * Seconds: --seconds, else LULL_STRESS_SECONDS, else --default-seconds (10).
  *
@@ -12,7 +12,12 @@
  * joinable or detached pthreads; detaching before returning, or returning
  * (or calling pthread_exit) still attached so lull detaches them from a
  * pthread_key destructor; some detach and attach again halfway; a few never
- * attach and only call lull_collect and lull_get_stats. A spawner keeps
+ * attach and only call lull_collect, lull_idle and lull_get_stats; workers
+ * also hand lull_idle a few ms between their rounds now and then, so that
+ * minors run in idle time among attaches, detaches and the other
+ * collections (its count is printed and must not pass the minors; with
+ * --expect-idle, for a nursery small enough that they happen, it must not
+ * be 0). A spawner keeps
  * --live workers (6) running (a reaper thread joins the joinable ones); a
  * burst thread wakes a helper that calls
  * lull_collect and right away starts a burst of workers, so threads are
@@ -209,6 +214,8 @@ static void work(struct worker *w, stress_rng *r, unsigned part)
         stress_add_u64(&chains_read, (uint64_t)table_check(stress_below(r, TABLE_SLOTS), "worker"));
     if (stress_chance(r, 5))
         lull_collect(LULL_GEN_NURSERY);
+    else if (stress_chance(r, 30) && lull_idle((uint64_t)stress_range(r, 1, 5) * 1000000u) < 0)
+        stress_fail("lull_idle failed");
     __asm__ __volatile__("" : : "r"(head), "r"(keep) : "memory");
 }
 
@@ -246,6 +253,8 @@ static void *worker_main(void *arg)
         lull_stats s;
         lull_get_stats(&s);
         lull_collect(stress_chance(&r, 50) ? LULL_GEN_NURSERY : LULL_GEN_MAJOR);
+        if (lull_idle(1000000) < 0)
+            stress_fail("lull_idle from an unattached thread failed");
         return NULL;
     }
     if (__atomic_load_n(&helper_collecting, __ATOMIC_RELAXED))
@@ -461,12 +470,18 @@ static size_t check_table(const char *who)
     return n;
 }
 
+static int expect_idle;
+
 static int own_option(const char *arg, const char *val)
 {
+    if (!strcmp(arg, "--expect-idle")) {
+        expect_idle = 1;
+        return 1;
+    }
     if (!strcmp(arg, "--live")) {
         double d = stress_parse_num(val, "--live");
         if (d < 1 || d > 64)
-            stress_usage("[--live N (1..64)]");
+            stress_usage("[--live N (1..64)] [--expect-idle]");
         max_live = (unsigned)d;
         return 2;
     }
@@ -475,7 +490,7 @@ static int own_option(const char *arg, const char *val)
 
 int main(int argc, char **argv)
 {
-    stress_parse_args("stress_churn", argc, argv, 10, own_option, "[--live N]");
+    stress_parse_args("stress_churn", argc, argv, 10, own_option, "[--live N] [--expect-idle]");
     printf("stress_churn: seed %" PRIu64 ", %.1f s, %u live workers, LULL_GC_PARAMS='%s' LULL_GC_DEBUG='%s'\n",
            stress_seed, stress_seconds, max_live, stress_env("LULL_GC_PARAMS"), stress_env("LULL_GC_DEBUG"));
     fflush(stdout);
@@ -565,6 +580,11 @@ int main(int argc, char **argv)
                     PRIu64 " minor and %" PRIu64 " major collections", exit_attached, pthread_exits, reattached,
                     bursts, attached_during_collect, published, retired_verified, chains_read,
                     s.collections_minor, s.collections_major);
+    if (expect_idle && s.minors_idle == 0)
+        stress_fail("--expect-idle: no minor ran in idle time (%" PRIu64 " minors)", s.collections_minor);
+    if (s.minors_idle > s.collections_minor)
+        stress_fail("%" PRIu64 " minors in idle time, more than the %" PRIu64 " minors", s.minors_idle,
+                    s.collections_minor);
     printf("stress_churn: OK seed %" PRIu64 " %.1f s: threads %" PRIu64 " (", stress_seed, elapsed, spawned);
     for (int k = 0; k < 5; k++)
         printf("%s%s %" PRIu64, k ? ", " : "", kind_names[k], kind_count[k]);
@@ -572,11 +592,11 @@ int main(int argc, char **argv)
            " re-attached) bursts %" PRIu64
            " (%" PRIu64 " threads, %" PRIu64 " attached while a collection was under way); chains published %"
            PRIu64 " all verified (%" PRIu64 " on retirement, %zu at the end), %" PRIu64 " read by workers, "
-           "objects %" PRIu64 "; collections %" PRIu64 " (forced %" PRIu64 "+%" PRIu64 "), pauses %" PRIu64
-           " max %.0f us\n",
+           "objects %" PRIu64 "; collections %" PRIu64 " (forced %" PRIu64 "+%" PRIu64 ", %" PRIu64
+           " minors in idle time), pauses %" PRIu64 " max %.0f us\n",
            joined, exit_attached, pthread_exits, reattached, bursts, burst_workers, attached_during_collect, published,
            retired_verified, after, chains_read, objects_made, s.collections_major + s.collections_minor,
-           forced_collections, helper_collections, s.pauses, s.pause_max_ns / 1e3);
+           forced_collections, helper_collections, s.minors_idle, s.pauses, s.pause_max_ns / 1e3);
 
     lull_root_remove((void **)&table);
     lull_shutdown();
