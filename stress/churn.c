@@ -13,7 +13,9 @@
  * (or calling pthread_exit) still attached so lull detaches them from a
  * pthread_key destructor; some detach and attach again halfway; a few never
  * attach and only call lull_collect, lull_idle and lull_get_stats; workers
- * also hand lull_idle a few ms between their rounds now and then, so that
+ * also hand lull_idle 1-100 ms between their rounds now and then (it
+ * never sleeps; the range is wide enough that a minor's predicted pause
+ * fits under the sanitizers too), so that
  * minors run in idle time among attaches, detaches and the other
  * collections (its count is printed and must not pass the minors; with
  * --expect-idle, for a nursery small enough that they happen, it must not
@@ -214,7 +216,7 @@ static void work(struct worker *w, stress_rng *r, unsigned part)
         stress_add_u64(&chains_read, (uint64_t)table_check(stress_below(r, TABLE_SLOTS), "worker"));
     if (stress_chance(r, 5))
         lull_collect(LULL_GEN_NURSERY);
-    else if (stress_chance(r, 30) && lull_idle((uint64_t)stress_range(r, 1, 5) * 1000000u) < 0)
+    else if (stress_chance(r, 30) && lull_idle((uint64_t)stress_range(r, 1, 100) * 1000000u) < 0)
         stress_fail("lull_idle failed");
     __asm__ __volatile__("" : : "r"(head), "r"(keep) : "memory");
 }
@@ -253,7 +255,7 @@ static void *worker_main(void *arg)
         lull_stats s;
         lull_get_stats(&s);
         lull_collect(stress_chance(&r, 50) ? LULL_GEN_NURSERY : LULL_GEN_MAJOR);
-        if (lull_idle(1000000) < 0)
+        if (lull_idle(1000000000) < 0)
             stress_fail("lull_idle from an unattached thread failed");
         return NULL;
     }
