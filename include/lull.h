@@ -442,8 +442,10 @@ int lull_set_pause_target(uint64_t ns);
  * would set them smaller: a minor in the middle of a unit of work that
  * allocates more than usual may then exceed the target. Returns 1 if it
  * collected, 0 if not, -EINVAL for
- * ns == 0. It may wait for the gc lock like any allocation slow path, and
- * may run on any thread (the minor's own pause counts as usual:
+ * ns == 0. Each call takes the gc lock (about 0.1 us alone; 1.7-3.4 us
+ * with 2-4 threads calling it back to back on 2 cores): call it between
+ * units of work, not inside them. It may wait for the gc lock like any
+ * allocation slow path, and may run on any thread (the minor's own pause counts as usual:
  * lull_stats.minors_idle counts the minors it ran). Misuse before
  * lull_init (abort). */
 int lull_idle(uint64_t ns);
