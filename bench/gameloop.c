@@ -559,9 +559,10 @@ int main(int argc, char **argv)
         for (uint64_t k = p0; k < p1 && k < GCSHIM_PAUSE_LOG_CAP; k++)
             paused += gcshim_pause_log[k];
         beside_ms[f] = frame_ms[f] - paused / 1e6;
-        if (idle && frame_ms[f] < FRAME_BUDGET_MS) {
+        uint64_t slack_ns = frame_ms[f] < FRAME_BUDGET_MS ? (uint64_t)((FRAME_BUDGET_MS - frame_ms[f]) * 1e6) : 0;
+        if (idle && slack_ns) {     /* lull_idle(0) is -EINVAL: a frame a nanosecond short has no slack */
             uint64_t i0 = gcshim_now_ns();
-            int r = gcshim_idle((uint64_t)((FRAME_BUDGET_MS - frame_ms[f]) * 1e6));
+            int r = gcshim_idle(slack_ns);
             if (r < 0) {
                 fprintf(stderr, "gameloop: the idle call failed (%d)\n", r);
                 return 1;

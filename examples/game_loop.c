@@ -363,8 +363,11 @@ int main(int argc, char **argv)
             frame_ms = p;
         }
         frame_ms[nframes++] = (t_end - t) * 1e3;
-        if (t_end - t < FRAME_SECONDS && lull_idle((uint64_t)((FRAME_SECONDS - (t_end - t)) * 1e9)) < 0)
+        uint64_t slack_ns = t_end - t < FRAME_SECONDS ? (uint64_t)((FRAME_SECONDS - (t_end - t)) * 1e9) : 0;
+        if (slack_ns && lull_idle(slack_ns) < 0) {      /* lull_idle(0) would be -EINVAL */
+            fprintf(stderr, "game_loop: lull_idle failed\n");
             return 1;
+        }
 
         if (t_end - t_last >= 1.0) {
             lull_get_stats(&st);
