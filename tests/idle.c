@@ -34,7 +34,6 @@ static NOINLINE void frame(uint64_t f)
         scratch[i] = bytes_new(TEMP_BYTES, f * TEMPS + i);
     for (size_t i = 0; i < KEEP; i++) {
         struct tnode *n = tnode_new(f * KEEP + i);
-        n->next = kept;     /* young to older: no barrier needed for a new object's first store */
         lull_store(n, &n->next, kept);
         kept = n;
     }
