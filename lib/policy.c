@@ -71,7 +71,6 @@ static struct {
      * last lull_idle call, the allocation between two calls (moving
      * average, weight 1/4), and the minors run in idle time. */
     uint64_t idle_allocated;
-    bool idle_seen;
     double idle_period;
     bool idle_period_known;
     uint64_t minors_idle;
@@ -81,7 +80,7 @@ static struct {
     double idle_pause_ns;
     bool idle_pause_known;
     double idle_ns;             /* the idle time lull_idle calls give (moving average) */
-    bool idle_ns_known;
+    bool idle_ns_known;         /* also: a call has come, idle_allocated holds its allocation */
     bool idle_minor;
     uint64_t minors_since_idle_call;
 } policy_g;
@@ -134,7 +133,7 @@ void lull_policy_init(void)
     __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&policy_g.minors_for_cards, 0, __ATOMIC_RELAXED);
     policy_g.idle_allocated = 0;
-    policy_g.idle_seen = policy_g.idle_period_known = false;
+    policy_g.idle_period_known = false;
     policy_g.idle_period = 0;
     policy_g.idle_pause_ns = policy_g.idle_ns = 0;
     policy_g.idle_ns_known = false;
@@ -225,8 +224,10 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
 #define IDLE_MINORS_BETWEEN_CALLS 2u
 static bool idle_minors_rule(void)
 {
-    return policy_g.minors_since_idle_call <= IDLE_MINORS_BETWEEN_CALLS && policy_g.idle_period_known &&
-           policy_g.idle_pause_known && policy_g.idle_ns_known && policy_g.idle_pause_ns <= policy_g.idle_ns;
+    /* An idle minor has run (idle_pause_known): so calls have come, and
+     * the allocation between them and the idle time are known. */
+    return policy_g.minors_since_idle_call <= IDLE_MINORS_BETWEEN_CALLS && policy_g.idle_pause_known &&
+           policy_g.idle_pause_ns <= policy_g.idle_ns;
 }
 
 /* The rule. A minor's pause is modelled as
@@ -426,11 +427,10 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
  * (idle_minors_rule). */
 bool lull_policy_idle_minor(uint64_t idle_ns, uint64_t allocated)
 {
-    if (policy_g.idle_seen) {
+    if (policy_g.idle_ns_known) {
         uint64_t since = allocated > policy_g.idle_allocated ? allocated - policy_g.idle_allocated : 0;
         ema(&policy_g.idle_period, &policy_g.idle_period_known, (double)since);
     }
-    policy_g.idle_seen = true;
     policy_g.idle_allocated = allocated;
     policy_g.minors_since_idle_call = 0;
     ema(&policy_g.idle_ns, &policy_g.idle_ns_known, (double)idle_ns);
