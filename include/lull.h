@@ -440,13 +440,23 @@ int lull_set_pause_target(uint64_t ns);
  * least 1.25 times the allocation between calls and the write barrier's
  * card budget counts with the idle time, even where the pause target alone
  * would set them smaller: a minor in the middle of a unit of work that
- * allocates more than usual may then exceed the target. Returns 1 if it
- * collected, 0 if not, -EINVAL for
+ * allocates more than usual may then exceed the target. The majors'
+ * pauses come here too, before the minor rule (which then counts with
+ * what is left of `ns`): while the program makes the calls, a concurrent
+ * mark whose background work is done waits for the next call for its
+ * final pause (unless the allowance runs out first, or the final pauses
+ * do not fit the idle time given on average), and the call runs it when
+ * the last final pauses fit `ns`; and a synchronous major that evacuates a
+ * fragmented heap is not chosen in the middle of the work (the majors stay
+ * concurrent) but runs in a call whose `ns` fits its predicted pause. An
+ * explicit lull_collect and an allocation that fails still evacuate at
+ * once. Returns 1 if it collected (a minor or a major's pause; counted in
+ * lull_stats.minors_idle and majors_idle), 0 if not, -EINVAL for
  * ns == 0. Each call takes the gc lock (about 0.1 us alone; 1.7-3.4 us
  * with 2-4 threads calling it back to back on 2 cores): call it between
  * units of work, not inside them. It may wait for the gc lock like any
- * allocation slow path, and may run on any thread (the minor's own pause counts as usual:
- * lull_stats.minors_idle counts the minors it ran). Misuse before
+ * allocation slow path, and may run on any thread (its pauses count as
+ * usual). Misuse before
  * lull_init (abort). */
 int lull_idle(uint64_t ns);
 
@@ -500,6 +510,10 @@ typedef struct lull_stats {
     uint64_t bytes_promoted;
     /* Minors lull_idle ran (addition to API.md); among collections_minor. */
     uint64_t minors_idle;
+    /* Majors' pauses lull_idle ran (addition to API.md): final pauses of
+     * concurrent marks, and evacuating synchronous majors (README, "idle
+     * time"). Among pauses_major. */
+    uint64_t majors_idle;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

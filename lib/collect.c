@@ -633,6 +633,8 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     if (!lull_mark_resume_background())
         lull_major_resume_sweep();
     uint64_t pause = lull_now_ns() - t0;
+    if (ends_major)
+        lull_policy_after_major_pause(finish, synchronous, pause, live);
     LULL_TL(LULL_TL_RESTART, t_restart, t0 + pause - t_restart, 0, 0, 0, NULL);
     /* The pause as lull_stats and the pause hook see it: same start, same
      * duration. */
@@ -837,12 +839,20 @@ int lull_idle(uint64_t ns)
     if (ns == 0)
         return -EINVAL;
     uint64_t allocated = lull_threads_allocated_bytes();    /* takes the gc lock itself */
+    uint64_t t0 = lull_now_ns();
     lull_gc_lock();
-    bool minor = lull_policy_idle_minor(ns, allocated);
+    /* A major's pause first (a done mark's final pause, or an evacuating
+     * major); then the minor rule, in what is left of the time. */
+    const char *reason = "";
+    int major = lull_policy_idle_major(ns, &reason);
+    if (major >= 0)
+        lull_collect_locked(major, reason);
+    uint64_t spent = lull_now_ns() - t0;
+    bool minor = lull_policy_idle_minor(ns, spent < ns ? ns - spent : 0, allocated);
     if (minor)
         lull_collect_locked(LULL_GEN_NURSERY, "idle time");
     lull_gc_unlock();
-    return minor ? 1 : 0;
+    return major >= 0 || minor ? 1 : 0;
 }
 
 int lull_set_pause_target(uint64_t ns)

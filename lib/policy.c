@@ -8,6 +8,7 @@
 #include "threads.h"
 #include "util.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #define MIN_ALLOWANCE   ((uint64_t)4 << 20)
@@ -83,6 +84,15 @@ static struct {
     bool idle_ns_known;         /* also: a call has come, idle_allocated holds its allocation */
     bool idle_minor;
     uint64_t minors_since_idle_call;
+    /* Majors' pauses in idle time (lull_policy_idle_major): a concurrent
+     * mark's final pause (moving average, weight 1/4, of those that found
+     * the background work done), a synchronous major's pause per live byte
+     * (the same), the live bytes the last major found, and the pauses
+     * lull_idle ran (majors_idle, read by lull_get_stats). */
+    double final_pause_ns, sync_ns_per_live;
+    bool final_pause_known, sync_known;
+    uint64_t live;
+    uint64_t majors_idle;
 } policy_g;
 
 static uint32_t card_budget_for(unsigned threads);
@@ -140,6 +150,10 @@ void lull_policy_init(void)
     policy_g.idle_pause_known = policy_g.idle_minor = false;
     policy_g.minors_since_idle_call = UINT64_MAX;
     __atomic_store_n(&policy_g.minors_idle, 0, __ATOMIC_RELAXED);
+    policy_g.final_pause_ns = policy_g.sync_ns_per_live = 0;
+    policy_g.final_pause_known = policy_g.sync_known = false;
+    policy_g.live = 0;
+    __atomic_store_n(&policy_g.majors_idle, 0, __ATOMIC_RELAXED);
     policy_g.s_pp = policy_g.s_pc = policy_g.s_cc = policy_g.s_tp = policy_g.s_tc = 0;
     policy_g.fit_known = policy_g.card_minor = false;
     policy_g.card_ns = CARD_NS_UNMEASURED;
@@ -212,6 +226,7 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
     put(&policy_g.at_mark_start, 0);
     policy_g.mark_start_ns = 0;
     put(&policy_g.allowance, live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE);
+    policy_g.live = live_bytes;
     set_trigger();
 }
 
@@ -222,12 +237,16 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
 /* The program calls lull_idle (at least once every third minor) and the
  * minors run there fit the idle time it gives: those are its minors. */
 #define IDLE_MINORS_BETWEEN_CALLS 2u
+static bool calls_idle(void)
+{
+    return policy_g.minors_since_idle_call <= IDLE_MINORS_BETWEEN_CALLS;
+}
+
 static bool idle_minors_rule(void)
 {
     /* An idle minor has run (idle_pause_known): so calls have come, and
      * the allocation between them and the idle time are known. */
-    return policy_g.minors_since_idle_call <= IDLE_MINORS_BETWEEN_CALLS && policy_g.idle_pause_known &&
-           policy_g.idle_pause_ns <= policy_g.idle_ns;
+    return calls_idle() && policy_g.idle_pause_known && policy_g.idle_pause_ns <= policy_g.idle_ns;
 }
 
 /* The rule. A minor's pause is modelled as
@@ -420,12 +439,14 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
  * call (what is handed out plus the allocation between two calls reaches
  * the nursery's size), and the minor is predicted within the idle time
  * given: the average pause of the minors run in idle time, or before one
- * has run the model's fixed + per_byte * handed out. Else nothing: the
+ * has run the model's fixed + per_byte * handed out; `left_ns` is what
+ * is left of the idle time after a major's pause run first in it
+ * (lull_policy_idle_major). Else nothing: the
  * minor comes when the nursery fills, as it would have. The first call
  * only starts the count of allocation between calls. Once such minors
  * run, they set the nursery's size and the card budget too
  * (idle_minors_rule). */
-bool lull_policy_idle_minor(uint64_t idle_ns, uint64_t allocated)
+bool lull_policy_idle_minor(uint64_t idle_ns, uint64_t left_ns, uint64_t allocated)
 {
     if (policy_g.idle_ns_known) {
         uint64_t since = allocated > policy_g.idle_allocated ? allocated - policy_g.idle_allocated : 0;
@@ -439,13 +460,73 @@ bool lull_policy_idle_minor(uint64_t idle_ns, uint64_t allocated)
         return false;
     double predicted = policy_g.idle_pause_known ? policy_g.idle_pause_ns
                                                  : policy_g.fixed_ns + per_byte_ns() * (double)handed;
-    if (predicted > (double)idle_ns)
+    if (predicted > (double)left_ns)
         return false;
     if ((double)handed + policy_g.idle_period < (double)lull_nursery_size())
         return false;
     __atomic_fetch_add(&policy_g.minors_idle, 1, __ATOMIC_RELAXED);
     policy_g.idle_minor = true;
     return true;
+}
+
+/* A major's pause, for lull_policy_idle_major's predictions: a final
+ * pause that found the background work done, or a synchronous major
+ * (per live byte it found). A pause the VM stretched counts at most twice
+ * the average, as the idle minors' do. */
+void lull_policy_after_major_pause(bool final, bool synchronous, uint64_t pause_ns, uint64_t live)
+{
+    if (final && !synchronous) {
+        double p = (double)pause_ns, cap = 2 * policy_g.final_pause_ns;
+        ema(&policy_g.final_pause_ns, &policy_g.final_pause_known, policy_g.final_pause_known && p > cap ? cap : p);
+    } else if (!final && synchronous && live) {
+        double p = (double)pause_ns / (double)live, cap = 2 * policy_g.sync_ns_per_live;
+        ema(&policy_g.sync_ns_per_live, &policy_g.sync_known, policy_g.sync_known && p > cap ? cap : p);
+    }
+}
+
+/* A synchronous major's pause, predicted: per live byte as the last ones
+ * took, or before one has run, the live heap at the rate the concurrent
+ * marks got through it (with the program running beside them: the world
+ * stopped, the markers have the machine). Unknown (INFINITY) before a
+ * major has measured either. */
+static double predicted_sync_major_ns(void)
+{
+    if (policy_g.sync_known)
+        return policy_g.sync_ns_per_live * (double)policy_g.live;
+    if (policy_g.measured && policy_g.mark_rate > 0)
+        return (double)policy_g.live / policy_g.mark_rate;
+    return INFINITY;
+}
+
+/* Idle time, for the majors (lull_idle asks before the minor rule). The
+ * final pause of a concurrent mark whose background work is done comes at
+ * the next allocation that asks the policy; in idle time it lands between
+ * the program's units of work instead: run it now when its pause is
+ * predicted to fit `idle_ns` (the average of the last final pauses) or
+ * before one has been measured. An evacuating major the heap's
+ * fragmentation asks for (lull_policy_prefers_evacuation) runs now when
+ * it is predicted to fit (predicted_sync_major_ns): a game's loading
+ * screen, a server's quiet spell. Else -1. */
+int lull_policy_idle_major(uint64_t idle_ns, const char **reason)
+{
+    int what = -1;
+    if (lull_marking()) {
+        if (lull_mark_ready() && (!policy_g.final_pause_known || policy_g.final_pause_ns <= (double)idle_ns)) {
+            *reason = "idle time, concurrent mark done";
+            what = LULL_COLLECT_MAJOR_FINISH;
+        }
+    } else if (lull_policy_prefers_evacuation() && predicted_sync_major_ns() <= (double)idle_ns) {
+        *reason = "idle time, heap fragmented";
+        what = LULL_GEN_MAJOR;
+    }
+    if (what >= 0)
+        __atomic_fetch_add(&policy_g.majors_idle, 1, __ATOMIC_RELAXED);
+    return what;
+}
+
+uint64_t lull_policy_majors_idle(void)
+{
+    return __atomic_load_n(&policy_g.majors_idle, __ATOMIC_RELAXED);
 }
 
 uint64_t lull_policy_minors_idle(void)
@@ -539,16 +620,41 @@ bool lull_policy_prefers_evacuation(void)
 }
 
 /* A major is due: a concurrent one, or a synchronous one with major=stw
- * or when the heap is fragmented enough to evacuate. */
+ * or when the heap is fragmented enough to evacuate. Not the evacuating
+ * one while the program calls lull_idle between its units of work (at
+ * least every third minor): this is the middle of a unit, and an
+ * evacuating major stops the world for the whole mark (the game loop's:
+ * 44-146 ms, every ~330 collections, where its concurrent majors' pauses
+ * are 1-3 ms). It waits for an idle call long enough for it
+ * (lull_policy_idle_major), an explicit lull_collect, or an allocation
+ * that fails; meanwhile the majors are concurrent and the sparse blocks'
+ * free slots are refilled where they are. */
 static int start_major(const char **reason)
 {
     if (lull_cfg.major != LULL_MAJOR_CONCURRENT)
         return LULL_GEN_MAJOR;
     if (lull_policy_prefers_evacuation()) {
+        if (calls_idle()) {
+            *reason = "allowance used up (heap fragmented: evacuation waits for idle time)";
+            return LULL_COLLECT_MAJOR_START;
+        }
         *reason = "allowance used up, heap fragmented";
         return LULL_GEN_MAJOR;
     }
     return LULL_COLLECT_MAJOR_START;
+}
+
+/* A done mark's final pause, asked for by an allocation, waits for the
+ * next lull_idle call while the program makes them (at least every third
+ * minor), the final pauses fit the idle time it gives (on average, or
+ * none measured yet) and the allowance is not used up: an allocation is in
+ * the middle of a unit of work. Without the wait, the allocation that
+ * follows the background's end takes the pause: in the game loop, every
+ * one of them, mid-frame. */
+static bool final_pause_waits_for_idle(void)
+{
+    return calls_idle() && !over_allowance() &&
+           (!policy_g.final_pause_known || policy_g.final_pause_ns <= policy_g.idle_ns);
 }
 
 /* While a concurrent mark runs: its final pause once the background work
@@ -557,6 +663,8 @@ static int start_major(const char **reason)
 static int while_marking(int otherwise, const char **reason)
 {
     if (lull_mark_ready()) {
+        if (final_pause_waits_for_idle())
+            return otherwise;
         *reason = "concurrent mark done";
         return LULL_COLLECT_MAJOR_FINISH;
     }

@@ -94,11 +94,20 @@ uint64_t lull_policy_minors_for_cards(void);
 void     lull_policy_set_card_budgets(uint64_t promoted, uint64_t cards, uint64_t trace_ns);
 
 /* lull_idle (gc lock held): whether to run a minor now, in `idle_ns` of
- * idle time, with `allocated` the program's allocation so far (policy.c
- * has the rule; a yes is counted in minors_idle, which lull_get_stats
- * reads from any thread). */
-bool     lull_policy_idle_minor(uint64_t idle_ns, uint64_t allocated);
+ * idle time of which `left_ns` is left, with `allocated` the program's
+ * allocation so far (policy.c has the rule; a yes is counted in
+ * minors_idle, which lull_get_stats reads from any thread). */
+bool     lull_policy_idle_minor(uint64_t idle_ns, uint64_t left_ns, uint64_t allocated);
 uint64_t lull_policy_minors_idle(void);
+/* lull_idle, first (gc lock held): a major's pause to run now in
+ * `idle_ns` (LULL_COLLECT_MAJOR_FINISH or LULL_GEN_MAJOR) or -1, counted
+ * in majors_idle (lull_get_stats reads it from any thread). The pauses it
+ * predicts from are reported by collect_pause (after_major_pause: `final`
+ * for a concurrent mark's final pause, `synchronous` when it marked with
+ * the world stopped). */
+int      lull_policy_idle_major(uint64_t idle_ns, const char **reason);
+uint64_t lull_policy_majors_idle(void);
+void     lull_policy_after_major_pause(bool final, bool synchronous, uint64_t pause_ns, uint64_t live);
 
 /* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
  * cut to a power of two at most an eighth of max-heap-size. */

@@ -178,6 +178,7 @@ void lull_get_stats(lull_stats *s)
         s->minors_over_target = lull_policy_minors_over_target();
         s->minors_for_cards = lull_policy_minors_for_cards();
         s->minors_idle = lull_policy_minors_idle();
+        s->majors_idle = lull_policy_majors_idle();
         s->pause_target_ns = lull_policy_pause_target();
         s->nursery_bytes = lull_nursery_size();
     }
