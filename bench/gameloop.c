@@ -40,7 +40,8 @@
  * frame that took less than 16.6 ms, the program gives the collector what
  * is left of it (lull_idle; Boehm GC has no counterpart and does nothing),
  * as a game does before it waits for the display; the RESULT line then
- * has idle_minors= (minors run there) and idle_overran= (frames within
+ * has idle_minors= and idle_majors= (minors and majors' pauses run
+ * there: lull_stats.minors_idle, majors_idle) and idle_overran= (frames within
  * 16.6 ms that the idle call took past it). The idle calls are between
  * frames: in time_ms, in no frame's time. -v reports progress on
  * stderr. Prints the RESULT line with checksum= (every entity's id,
@@ -549,7 +550,9 @@ int main(int argc, char **argv)
 
     double energy = 0;
     uint32_t sim_cursor = 0;
-    uint32_t idle_minors = 0, idle_overran = 0;
+    uint32_t idle_overran = 0;
+    uint64_t idle_minors0, idle_majors0;
+    gcshim_idle_counts(&idle_minors0, &idle_majors0);
     for (uint32_t f = 0; f < frames; f++) {
         uint64_t p0 = __atomic_load_n(&gcshim_pause_log_n, __ATOMIC_ACQUIRE);
         uint64_t f0 = gcshim_now_ns();
@@ -567,7 +570,6 @@ int main(int argc, char **argv)
                 fprintf(stderr, "gameloop: the idle call failed (%d)\n", r);
                 return 1;
             }
-            idle_minors += (uint32_t)r;
             idle_overran += frame_ms[f] + (gcshim_now_ns() - i0) / 1e6 > FRAME_BUDGET_MS;
         }
         if (verbose && (f + 1) % 100 == 0)
@@ -596,8 +598,11 @@ int main(int argc, char **argv)
                        "frames=%u frame_p50_ms=%.3f frame_p99_ms=%.3f frame_max_ms=%.3f frames_over_16ms=%u "
                        "frames_over_16ms_beside_pauses=%u frame_p99_ms_beside_pauses=%.3f",
                        frames, p50, p99, max, over, over_beside, percentile(sorted, frames, 99));
+    uint64_t idle_minors, idle_majors;
+    gcshim_idle_counts(&idle_minors, &idle_majors);
     if (idle)
-        snprintf(extra + len, sizeof extra - (size_t)len, " idle_minors=%u idle_overran=%u", idle_minors,
+        snprintf(extra + len, sizeof extra - (size_t)len, " idle_minors=%llu idle_majors=%llu idle_overran=%u",
+                 (unsigned long long)(idle_minors - idle_minors0), (unsigned long long)(idle_majors - idle_majors0),
                  idle_overran);
     gcshim_report("gameloop", t1 - t0, checksum, extra);
     gcshim_series("gameloop", "frame_ms", frame_ms, frames);

@@ -164,8 +164,16 @@ static inline void gcshim_init(void)
     lull_set_pause_hook(gcshim_on_pause, NULL);
 }
 static inline void gcshim_shutdown(void) { lull_shutdown(); }
-/* Idle time: lull_idle (1: it ran a minor). */
+/* Idle time: lull_idle (1: it ran a minor or a major's pause), and what
+ * the calls ran so far (lull_stats.minors_idle, majors_idle). */
 static inline int gcshim_idle(uint64_t ns) { return lull_idle(ns); }
+static inline void gcshim_idle_counts(uint64_t *minors, uint64_t *majors)
+{
+    lull_stats s;
+    lull_get_stats(&s);
+    *minors = s.minors_idle;
+    *majors = s.majors_idle;
+}
 static inline void gcshim_thread_attach(void) { lull_thread_attach(); }
 static inline void gcshim_thread_detach(void) { lull_thread_detach(); }
 
@@ -329,6 +337,10 @@ static inline int gcshim_idle(uint64_t ns)
 {
     (void)ns;
     return 0;
+}
+static inline void gcshim_idle_counts(uint64_t *minors, uint64_t *majors)
+{
+    *minors = *majors = 0;
 }
 #endif
 

@@ -47,6 +47,7 @@ EXTRAS = {
     "frames_over_16ms_beside_pauses": ("{:.0f} of them over without their pauses", True),
     "frame_p99_ms_beside_pauses": ("frame p99 without its pauses {:.2f} ms", True),
     "idle_minors": ("{:.0f} minors in idle time", False),
+    "idle_majors": ("{:.0f} majors' pauses in idle time", False),
     "idle_overran": ("{:.0f} frames the idle call took past 16.6 ms", True),
     "rps": ("{:.0f} req/s", False),
     "req_p50_us": ("request p50 {:.0f} us", True),

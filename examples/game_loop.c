@@ -394,12 +394,13 @@ int main(int argc, char **argv)
            "%.1f ms each on average, longest %.1f ms\n", levels, LEVEL_SECONDS,
            honoured ? "honoured" : "not honoured: major=stw", levels - 1,
            levels > 1 ? loading_ms / (levels - 1) : 0.0, loading_max_ms);
-    printf("gc: %llu minor (%llu in idle time) + %llu major collections (%llu concurrent, %llu synchronous), "
-           "%llu pauses, %.1f%% of run time\n",
+    printf("gc: %llu minor (%llu in idle time) + %llu major collections (%llu concurrent, %llu synchronous; "
+           "%llu pauses in idle time), %llu pauses, %.1f%% of run time\n",
            (unsigned long long)st.collections_minor, (unsigned long long)st.minors_idle,
            (unsigned long long)st.collections_major,
            (unsigned long long)(st.collections_major - st.collections_major_sync),
-           (unsigned long long)st.collections_major_sync, (unsigned long long)st.pauses,
+           (unsigned long long)st.collections_major_sync, (unsigned long long)st.majors_idle,
+           (unsigned long long)st.pauses,
            100.0 * st.pause_total_ns / 1e9 / (now_s() - t_start));
     printf("pause ms: all p50 %.3f  p95 %.3f  p99 %.3f  max %.3f; minor (%llu) p50 %.3f  p99 %.3f  max %.3f; "
            "major (%llu initial/final/synchronous) p50 %.3f  p99 %.3f  max %.3f\n",
