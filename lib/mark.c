@@ -46,6 +46,7 @@ static struct {
     atomic_int bg_waiting;      /* participants parked for want of work */
     atomic_bool bg_kicked;      /* woken since the last of them looked (offer_work) */
     atomic_bool bg_done;        /* the job found nothing left to do */
+    _Atomic uint64_t bg_done_ns;    /* ... since then (lull_now_ns), 0 before */
     atomic_uint_fast64_t bg_scanned[LULL_MAX_WORKERS + 1];   /* what each worker blackened, by tracer id */
     uint64_t cycle;             /* concurrent marks begun */
     uint64_t final_cards;       /* union cards the last final pause rescanned */
@@ -1157,6 +1158,7 @@ static void background_lead(lull_tracer *tr)
         if (r == BG_WORK)
             continue;
         if (done) {
+            atomic_store(&mark_g.bg_done_ns, lull_now_ns());
             atomic_store(&mark_g.bg_done, true);
             lull_workers_background_kick();     /* the helpers leave */
             LULL_PROBE1(concurrent_mark_done, mark_g.cycle);
@@ -1236,6 +1238,7 @@ void lull_mark_begin_concurrent(void)
     atomic_store(&mark_g.scanned, 0);
     atomic_store(&mark_g.precleaned, 0);
     atomic_store(&mark_g.bg_done, false);
+    atomic_store(&mark_g.bg_done_ns, 0);
     for (unsigned i = 0; i <= LULL_MAX_WORKERS; i++)
         atomic_store_explicit(&mark_g.bg_scanned[i], 0, memory_order_relaxed);
     mark_g.bg_width = lull_workers_background_threads();
@@ -1279,6 +1282,11 @@ bool lull_mark_ready(void)
 bool lull_mark_background_done(void)
 {
     return atomic_load(&mark_g.bg_done);
+}
+
+uint64_t lull_mark_background_done_ns(void)
+{
+    return atomic_load(&mark_g.bg_done_ns);
 }
 
 uint64_t lull_mark_cycle(void)

@@ -163,6 +163,10 @@ bool lull_mark_ready(void);
 /* The job itself has finished: the mark was done while the world ran
  * (false in a process with no worker thread, whose final pause marks). */
 bool lull_mark_background_done(void);
+/* When the running mark's background job found nothing left to do
+ * (lull_now_ns), 0 before: the policy's mark rate counts to there, not to
+ * the final pause, which may wait for an idle call (policy.c). */
+uint64_t lull_mark_background_done_ns(void);
 /* Concurrent marks begun so far. */
 uint64_t lull_mark_cycle(void);
 /* The final pause's mark (world stopped, tr empty, no minor before it):

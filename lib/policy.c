@@ -212,6 +212,12 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
         double wall = (double)(lull_now_ns() - policy_g.mark_start_ns);
         if (wall < 1)
             wall = 1;
+        /* The mark's own time ends where its background job did: the final
+         * pause may have waited for an idle call since (up to a frame). */
+        uint64_t done_ns = lull_mark_background_done_ns();
+        double mark_wall = done_ns > policy_g.mark_start_ns ? (double)(done_ns - policy_g.mark_start_ns) : wall;
+        if (mark_wall < 1)
+            mark_wall = 1;
         bool had = policy_g.measured;
         average(&policy_g.alloc_rate, (double)(policy_g.allocated_since - policy_g.at_mark_start) / wall);
         /* A mark cut short before its job got through a quarter of the
@@ -219,7 +225,7 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
          * the rate to go on: the last estimate stands, if there is one. */
         if (done >= 0.25 || !had)
             average(&policy_g.mark_rate, (done < 0.25 ? 0.25 : done) *
-                                             (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / wall);
+                                             (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / mark_wall);
         policy_g.measured = true;
     }
     put(&policy_g.allocated_since, 0);

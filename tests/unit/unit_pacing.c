@@ -13,13 +13,17 @@
  * 16 MiB). A mark cut short before its job got through a quarter of the
  * heap is no sample when there is an estimate already (then the two
  * marks' wall times no longer cancel out: the check allows for that).
- * Nor is a mark begun with its allowance already used up (late_first_mark). */
+ * Nor is a mark begun with its allowance already used up (late_first_mark).
+ * A mark whose final pause waited for an idle call counts its rate to the
+ * end of its background job, not to the pause (waited_final_pause). */
 #include <inttypes.h>
 #include <unistd.h>
 
 #include "collect.h"
 #include "lull.h"
+#include "mark.h"
 #include "policy.h"
+#include "util.h"
 #include "unit.h"
 
 #define MIB ((uint64_t)1 << 20)
@@ -82,8 +86,51 @@ static void late_first_mark(uint64_t *after_late, uint64_t *after_whole)
            "%.1f MiB\n", (double)*after_late / MIB, (double)*after_whole / MIB);
 }
 
+/* A real mark of an almost empty heap, whose final pause comes WAIT_MS
+ * after it began (as one that waits for the program's next lull_idle
+ * call, policy.c: final_pause_waits_for_idle), 16 MiB allocated
+ * meanwhile. The room before the next is 1.5 * 16 MiB * (the mark's time
+ * / WAIT_MS) of the 4 MiB allowance. Counted to the final pause, the mark
+ * took the whole WAIT_MS: a room of 24 MiB, and the trigger at its floor,
+ * an eighth of the allowance (0.5 MiB); counted to the end of its
+ * background job (some ms), above 1 MiB for any mark under 40 ms. Returns
+ * the trigger; *mark_ms gets the mark's time. */
+#define WAIT_MS 300
+static uint64_t waited_final_pause(double *mark_ms)
+{
+    UCHECK(lull_init("major=concurrent") == 0, "init");
+    lull_gc_lock();
+    uint64_t t0 = lull_now_ns();
+    lull_collect_locked(LULL_COLLECT_MAJOR_START, "unit");
+    UCHECK(lull_marking(), "a concurrent mark runs");
+    lull_policy_note_allocated(16 * MIB);
+    lull_gc_unlock();
+    while (!lull_mark_ready()) {
+        UCHECK(lull_now_ns() - t0 < (uint64_t)WAIT_MS * 1000000, "the mark of an empty heap took %d ms", WAIT_MS);
+        usleep(500);
+    }
+    *mark_ms = (lull_now_ns() - t0) / 1e6;
+    usleep(WAIT_MS * 1000);
+    lull_gc_lock();
+    lull_collect_locked(LULL_COLLECT_MAJOR_FINISH, "unit");
+    uint64_t trigger, allowance;
+    lull_policy_pacing(&trigger, &allowance);
+    lull_gc_unlock();
+    lull_shutdown();
+    UCHECK(allowance == 4 * MIB, "allowance %" PRIu64 " KiB, 4 MiB expected", allowance >> 10);
+    printf("a mark of %.1f ms whose final pause came after %d ms: the next starts after %.2f MiB of 4\n", *mark_ms,
+           WAIT_MS, (double)trigger / MIB);
+    return trigger;
+}
+
 int main(void)
 {
+    double mark_ms;
+    uint64_t waited = waited_final_pause(&mark_ms);
+    UCHECK(mark_ms >= 40 || waited > 1 * MIB,
+           "a mark of %.1f ms whose final pause waited: trigger %.2f MiB (0.5: counted to the pause)", mark_ms,
+           (double)waited / MIB);
+
     uint64_t late, then;
     late_first_mark(&late, &then);
     UCHECK(late == 32 * MIB, "a mark begun past its allowance: trigger %.1f MiB, 32 expected (no measurement)",
