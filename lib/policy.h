@@ -15,7 +15,9 @@
  * that finds it used up runs a major first; with major=concurrent a
  * concurrent major starts earlier, at a trigger paced from the last cycle
  * (policy.c), and its final pause runs at the first decision point after
- * its background work is done. An allocation that cannot get memory
+ * its background work is done (for a program that calls lull_idle, in
+ * the next call, and the evacuating major a fragmented heap asks for in
+ * a call long enough for it: lull_policy_idle_major). An allocation that cannot get memory
  * (max-heap-size, or the OS refusing) runs a major and tries once more
  * before it reports ENOMEM.
  *

@@ -409,4 +409,51 @@ static UNUSED void mark_running_hook(const lull_pause_event *ev, void *data)
         mark_running = 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* A fragmented heap (tests/fragmented.c, tests/idle_major.c).             */
+/* ---------------------------------------------------------------------- */
+
+struct fitem {
+    lull_header   h;
+    struct fitem *next;
+    uint64_t      id, check;
+};
+
+static const lull_type fitem_type UNUSED = {
+    .name = "test-fitem", .size = sizeof(struct fitem), .refs = LULL_REF(struct fitem, next),
+};
+
+/* n small objects promoted in allocation order, then one in `every` kept
+ * in a new reference array stored in *keep (a precise root) and the rest
+ * dropped: every block keeps that share of its slots. Run it in a fresh
+ * thread (run_in_fresh_thread), so that no stack word keeps the rest. */
+static NOINLINE UNUSED void fragment_heap(uint32_t n, uint32_t every, struct refs *volatile *keep)
+{
+    struct refs *all = lull_alloc_array(&refs_type, n);
+    CHECK(all, "lull_alloc_array");
+    for (uint32_t i = 0; i < n; i++) {
+        struct fitem *it = lull_alloc(&fitem_type);
+        CHECK(it, "lull_alloc");
+        it->id = i;
+        it->check = mix64(i);
+        lull_store(all, &all->item[i], it);
+    }
+    lull_collect(LULL_GEN_NURSERY);       /* promoted, in allocation order */
+    struct refs *k = lull_alloc_array(&refs_type, n / every);
+    CHECK(k, "lull_alloc_array");
+    *keep = k;
+    for (uint32_t i = 0; i < n; i += every)
+        lull_store(k, &k->item[i / every], all->item[i]);
+}
+
+/* What fragment_heap kept is intact. */
+static UNUSED void fragment_verify(uint32_t n, uint32_t every, const struct refs *keep, const char *when)
+{
+    for (uint32_t i = 0; i < n / every; i++) {
+        const struct fitem *it = keep->item[i];
+        CHECK(it && it->id == (uint64_t)i * every && it->check == mix64((uint64_t)i * every),
+              "%s: item %u is wrong", when, i * every);
+    }
+}
+
 #endif /* LULL_TEST_CHECK_H */

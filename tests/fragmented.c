@@ -23,41 +23,16 @@
 #define N      600000u
 #define KEEP   10u
 
-struct item {
-    lull_header h;
-    struct item *next;
-    uint64_t id, check;
-};
-static const lull_type item_type = {
-    .name = "frag.item", .size = sizeof(struct item), .refs = LULL_REF(struct item, next),
-};
-
 static struct refs *volatile keep;       /* a precise root */
 
-static NOINLINE void fragment(void)
+static void fragment(void)
 {
-    struct refs *all = lull_alloc_array(&refs_type, N);
-    CHECK(all, "lull_alloc_array");
-    for (uint32_t i = 0; i < N; i++) {
-        struct item *it = lull_alloc(&item_type);
-        CHECK(it, "lull_alloc");
-        it->id = i;
-        it->check = mix64(i);
-        lull_store(all, &all->item[i], it);
-    }
-    lull_collect(LULL_GEN_NURSERY);       /* promoted, in allocation order */
-    keep = lull_alloc_array(&refs_type, N / KEEP);
-    CHECK(keep, "lull_alloc_array");
-    for (uint32_t i = 0; i < N; i += KEEP)
-        lull_store(keep, &keep->item[i / KEEP], all->item[i]);
+    fragment_heap(N, KEEP, &keep);
 }
 
 static void verify(const char *when)
 {
-    for (uint32_t i = 0; i < N / KEEP; i++) {
-        const struct item *it = keep->item[i];
-        CHECK(it && it->id == i * KEEP && it->check == mix64(i * KEEP), "%s: item %u is wrong", when, i * KEEP);
-    }
+    fragment_verify(N, KEEP, keep, when);
 }
 
 static lull_stats stats(void)
@@ -105,7 +80,7 @@ int main(int argc, char **argv)
         lull_stats d = stats();
         CHECK(d.collections_major_sync == c.collections_major_sync,
               "the heap, compacted, still chose a synchronous major");
-        CHECK(d.heap_bytes + (uint64_t)N * sizeof(struct item) / 4 <= b.heap_bytes,
+        CHECK(d.heap_bytes + (uint64_t)N * sizeof(struct fitem) / 4 <= b.heap_bytes,
               "heap_bytes %" PRIu64 " -> %" PRIu64 " KiB: the evacuation gave back too little",
               b.heap_bytes >> 10, d.heap_bytes >> 10);
         verify("after the next majors");

@@ -36,15 +36,6 @@ static struct refs *volatile keep;
 static struct bytes *volatile ballast;  /* live, pointer-free: the allowance is its size */
 #define BALLAST ((size_t)16 << 20)
 
-struct item {
-    lull_header h;
-    struct item *next;
-    uint64_t id, check;
-};
-static const lull_type item_type = {
-    .name = "idle_major.item", .size = sizeof(struct item), .refs = LULL_REF(struct item, next),
-};
-
 static NOINLINE void frame(uint64_t f)
 {
     for (size_t i = 0; i < TEMPS; i++)
@@ -118,30 +109,14 @@ static void final_pauses(const char *params)
     stop();
 }
 
-static NOINLINE void fragment(void)
+static void fragment(void)
 {
-    struct refs *all = lull_alloc_array(&refs_type, N);
-    CHECK(all, "lull_alloc_array");
-    for (uint32_t i = 0; i < N; i++) {
-        struct item *it = lull_alloc(&item_type);
-        CHECK(it, "lull_alloc");
-        it->id = i;
-        it->check = mix64(i);
-        lull_store(all, &all->item[i], it);
-    }
-    lull_collect(LULL_GEN_NURSERY);       /* promoted, in allocation order */
-    keep = lull_alloc_array(&refs_type, N / KEEP);
-    CHECK(keep, "lull_alloc_array");
-    for (uint32_t i = 0; i < N; i += KEEP)
-        lull_store(keep, &keep->item[i / KEEP], all->item[i]);
+    fragment_heap(N, KEEP, &keep);
 }
 
 static void verify_kept(const char *when)
 {
-    for (uint32_t i = 0; i < N / KEEP; i++) {
-        const struct item *it = keep->item[i];
-        CHECK(it && it->id == i * KEEP && it->check == mix64(i * KEEP), "%s: item %u is wrong", when, i * KEEP);
-    }
+    fragment_verify(N, KEEP, keep, when);
 }
 
 /* The evacuating major waits for an idle call long enough for it. */
