@@ -452,7 +452,7 @@ int lull_set_pause_target(uint64_t ns);
  * explicit lull_collect and an allocation that fails still evacuate at
  * once. Returns 1 if it collected (a minor or a major's pause; counted in
  * lull_stats.minors_idle and majors_idle), 0 if not, -EINVAL for
- * ns == 0. Each call takes the gc lock (about 0.1 us alone; 1.7-3.4 us
+ * ns == 0. Each call takes the gc lock (about 0.04 us alone; 0.5-1.4 us
  * with 2-4 threads calling it back to back on 2 cores): call it between
  * units of work, not inside them. It may wait for the gc lock like any
  * allocation slow path, and may run on any thread (its pauses count as

@@ -838,17 +838,21 @@ int lull_idle(uint64_t ns)
         lull_fatal("lull_idle", "lull is not initialised (call lull_init first)");
     if (ns == 0)
         return -EINVAL;
-    uint64_t allocated = lull_threads_allocated_bytes();    /* takes the gc lock itself */
-    uint64_t t0 = lull_now_ns();
     lull_gc_lock();
+    uint64_t allocated = lull_threads_allocated_bytes_locked();
     /* A major's pause first (a done mark's final pause, or an evacuating
-     * major); then the minor rule, in what is left of the time. */
+     * major); then the minor rule, in what is left of the time. The clock
+     * is read only then: a call with nothing to do costs no more. */
     const char *reason = "";
+    uint64_t left = ns;
     int major = lull_policy_idle_major(ns, &reason);
-    if (major >= 0)
+    if (major >= 0) {
+        uint64_t t0 = lull_now_ns();
         lull_collect_locked(major, reason);
-    uint64_t spent = lull_now_ns() - t0;
-    bool minor = lull_policy_idle_minor(ns, spent < ns ? ns - spent : 0, allocated);
+        uint64_t spent = lull_now_ns() - t0;
+        left = spent < ns ? ns - spent : 0;
+    }
+    bool minor = lull_policy_idle_minor(ns, left, allocated);
     if (minor)
         lull_collect_locked(LULL_GEN_NURSERY, "idle time");
     lull_gc_unlock();

@@ -48,12 +48,18 @@ void lull_threads_init(void)
     threads_g.allocated_by_detached = 0;
 }
 
-uint64_t lull_threads_allocated_bytes(void)
+uint64_t lull_threads_allocated_bytes_locked(void)
 {
-    lull_gc_lock();
     uint64_t sum = threads_g.allocated_by_detached;
     for (lull_thread *t = threads_g.registry; t; t = t->next)
         sum += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+    return sum;
+}
+
+uint64_t lull_threads_allocated_bytes(void)
+{
+    lull_gc_lock();
+    uint64_t sum = lull_threads_allocated_bytes_locked();
     lull_gc_unlock();
     return sum;
 }

@@ -76,8 +76,10 @@ void lull_stw_suspend_self(lull_thread *t);
  * forget every other thread (their stacks are no longer roots). */
 void lull_threads_after_fork_child(void);
 
-/* Bytes allocated by every thread since lull_init, attached or gone. */
+/* Bytes allocated by every thread since lull_init, attached or gone
+ * (takes the gc lock; _locked: the caller holds it). */
 uint64_t lull_threads_allocated_bytes(void);
+uint64_t lull_threads_allocated_bytes_locked(void);
 
 /* Count an allocation. Only the owning thread writes its counter, so a
  * relaxed load and store (no locked instruction) is enough; readers sum
