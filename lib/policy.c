@@ -490,6 +490,17 @@ void lull_policy_after_major_pause(bool final, bool synchronous, uint64_t pause_
     }
 }
 
+/* A final pause, predicted: the average of the last ones, or before one
+ * has been measured, the fixed cost of a minor's pause (stopping the
+ * world and scanning its roots, which a final pause does too; 0 before a
+ * minor has measured it). */
+static double predicted_final_pause_ns(void)
+{
+    if (policy_g.final_pause_known)
+        return policy_g.final_pause_ns;
+    return policy_g.fixed_known ? policy_g.fixed_ns : 0;
+}
+
 /* A synchronous major's pause, predicted: per live byte as the last ones
  * took, or before one has run, the live heap at the rate the concurrent
  * marks got through it (with the program running beside them: the world
@@ -508,8 +519,7 @@ static double predicted_sync_major_ns(void)
  * final pause of a concurrent mark whose background work is done comes at
  * the next allocation that asks the policy; in idle time it lands between
  * the program's units of work instead: run it now when its pause is
- * predicted to fit `idle_ns` (the average of the last final pauses) or
- * before one has been measured. An evacuating major the heap's
+ * predicted to fit `idle_ns` (predicted_final_pause_ns). An evacuating major the heap's
  * fragmentation asks for (lull_policy_prefers_evacuation) runs now when
  * it is predicted to fit (predicted_sync_major_ns): a game's loading
  * screen, a server's quiet spell. Else -1. */
@@ -517,7 +527,7 @@ int lull_policy_idle_major(uint64_t idle_ns, const char **reason)
 {
     int what = -1;
     if (lull_marking()) {
-        if (lull_mark_ready() && (!policy_g.final_pause_known || policy_g.final_pause_ns <= (double)idle_ns)) {
+        if (lull_mark_ready() && predicted_final_pause_ns() <= (double)idle_ns) {
             *reason = "idle time, concurrent mark done";
             what = LULL_COLLECT_MAJOR_FINISH;
         }
@@ -652,15 +662,15 @@ static int start_major(const char **reason)
 
 /* A done mark's final pause, asked for by an allocation, waits for the
  * next lull_idle call while the program makes them (at least every third
- * minor), the final pauses fit the idle time it gives (on average, or
- * none measured yet) and the allowance is not used up: an allocation is in
+ * minor), the final pauses fit the idle time it gives (on average:
+ * predicted_final_pause_ns) and the allowance is not used up: an allocation is in
  * the middle of a unit of work. Without the wait, the allocation that
  * follows the background's end takes the pause: in the game loop, every
  * one of them, mid-frame. */
 static bool final_pause_waits_for_idle(void)
 {
     return calls_idle() && !over_allowance() &&
-           (!policy_g.final_pause_known || policy_g.final_pause_ns <= policy_g.idle_ns);
+           predicted_final_pause_ns() <= policy_g.idle_ns;
 }
 
 /* While a concurrent mark runs: its final pause once the background work
