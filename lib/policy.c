@@ -339,6 +339,14 @@ static void ema(double *v, bool *known, double sample)
     *known = true;
 }
 
+/* The same, for a pause: a sample counts at most twice the average, so
+ * that one pause the VM stretched does not flip a rule that compares the
+ * average with an idle time. */
+static void ema_pause(double *v, bool *known, double sample)
+{
+    ema(v, known, *known && sample > 2 * *v ? 2 * *v : sample);
+}
+
 /* The cost of a dirty card. A minor's copying phase takes about
  *     trace_ns = a * promoted + b * cards
  * (promoted: the bytes it copied out of the nursery; cards: dirty cards
@@ -418,8 +426,7 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
     if (handed >= MIN_SAMPLE && (!policy_g.card_minor || handed >= lull_nursery_size() / 4))
         ema(&policy_g.per_byte_ns, &policy_g.per_byte_known, (double)trace_ns / (double)handed);
     if (policy_g.idle_minor && pause_ns) {
-        double p = (double)pause_ns, cap = 2 * policy_g.idle_pause_ns;
-        ema(&policy_g.idle_pause_ns, &policy_g.idle_pause_known, policy_g.idle_pause_known && p > cap ? cap : p);
+        ema_pause(&policy_g.idle_pause_ns, &policy_g.idle_pause_known, (double)pause_ns);
     }
     if (policy_g.minors_since_idle_call < UINT64_MAX)
         policy_g.minors_since_idle_call++;
@@ -481,13 +488,10 @@ bool lull_policy_idle_minor(uint64_t idle_ns, uint64_t left_ns, uint64_t allocat
  * the average, as the idle minors' do. */
 void lull_policy_after_major_pause(bool final, bool synchronous, uint64_t pause_ns, uint64_t live)
 {
-    if (final && !synchronous) {
-        double p = (double)pause_ns, cap = 2 * policy_g.final_pause_ns;
-        ema(&policy_g.final_pause_ns, &policy_g.final_pause_known, policy_g.final_pause_known && p > cap ? cap : p);
-    } else if (!final && synchronous && live) {
-        double p = (double)pause_ns / (double)live, cap = 2 * policy_g.sync_ns_per_live;
-        ema(&policy_g.sync_ns_per_live, &policy_g.sync_known, policy_g.sync_known && p > cap ? cap : p);
-    }
+    if (final && !synchronous)
+        ema_pause(&policy_g.final_pause_ns, &policy_g.final_pause_known, (double)pause_ns);
+    else if (!final && synchronous && live)
+        ema_pause(&policy_g.sync_ns_per_live, &policy_g.sync_known, (double)pause_ns / (double)live);
 }
 
 /* A final pause, predicted: the average of the last ones, or before one
