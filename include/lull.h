@@ -514,6 +514,11 @@ typedef struct lull_stats {
      * concurrent marks, and evacuating synchronous majors (README, "idle
      * time"). Among pauses_major. */
     uint64_t majors_idle;
+    /* Aging (addition to API.md): bytes of nursery objects that minors
+     * copied within the nursery, to age there once before promotion
+     * (promotion-age=2; README, "the nursery"). A survivor that ages and
+     * then survives again is counted here and in bytes_promoted. */
+    uint64_t bytes_aged;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

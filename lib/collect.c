@@ -621,7 +621,8 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         collect_g.ncollections++;
 
     if (minor)
-        lull_policy_set_card_budgets(promoted, lull_nursery_cards_scanned(), lull_nursery_trace_ns());
+        lull_policy_set_card_budgets(promoted + lull_nursery_aged(), lull_nursery_cards_scanned(),
+                                     lull_nursery_trace_ns());
     LULL_PROBE1(restart_begin, collect_g.ncollections);
     uint64_t t_restart = lull_now_ns();
     lull_stw_restart(self);
@@ -666,7 +667,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     enum lull_pause_kind kind = major_pause ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
     lull_stats_record_pause(kind, pause);
     if (!start)
-        lull_stats_record_collection(kind, synchronous, live, promoted);
+        lull_stats_record_collection(kind, synchronous, live, promoted, minor ? lull_nursery_aged() : 0);
     unsigned evac_classes = 0;
     uint32_t evac_blocks = 0;
     uint64_t evac_objects = 0, evac_bytes = 0;
@@ -730,11 +731,12 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
                     (double)stop_bg_ns / 1e6, (double)lull_mark_deferred_young_bytes() / 1024.0);
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers) of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu dirty cards, copying %.3f ms, "
+                    "workers), aged %.1f KiB, of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu dirty cards, copying %.3f ms, "
                     "background job stopped in %.3f ms; nursery %zu KiB -> %zu KiB, next predicted %.3f ms; a card %.1f ns, "
                     "%u cards per thread until a minor%s\n",
                     (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6, (double)promoted / 1024.0,
-                    (double)lull_nursery_promoted_by_workers() / 1024.0, (double)handed / 1024.0,
+                    (double)lull_nursery_promoted_by_workers() / 1024.0, (double)lull_nursery_aged() / 1024.0,
+                    (double)handed / 1024.0,
                     (double)lull_nursery_large_freed() / 1024.0, (unsigned long long)lull_nursery_cards_scanned(),
                     (double)lull_nursery_trace_ns() / 1e6,
                     (double)stop_bg_ns / 1e6, nursery_before >> 10,

@@ -155,6 +155,10 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
         if (ns < LULL_PAUSE_TARGET_MIN_NS || ns > LULL_PAUSE_TARGET_MAX_NS)
             return bad(source, key, val, "must be between 100us and 10s");
         c->pause_target_ns = ns;
+    } else if (!strcmp(key, "promotion-age")) {
+        if (parse_uint(val, 2, &u) || u < 1)
+            return bad(source, key, val, "expected 1 (promote a minor's survivors) or 2 (age them once in the nursery)");
+        c->promotion_age = (unsigned)u;
     } else if (!strcmp(key, "finalizers")) {
         if (!strcmp(val, "auto")) c->finalizers = LULL_FINALIZERS_AUTO;
         else if (!strcmp(val, "manual")) c->finalizers = LULL_FINALIZERS_MANUAL;
@@ -275,6 +279,7 @@ int lull_config_parse(lull_config *c, const char *params)
     *c = (lull_config){
         .nursery_size = 4u << 20,
         .max_heap_size = 0,
+        .promotion_age = 1,
         .major = LULL_MAJOR_CONCURRENT,
         .mark_workers = default_workers(),
         .concurrent_sweep = true,

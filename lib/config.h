@@ -19,9 +19,8 @@ typedef struct lull_config {
     /* LULL_GC_PARAMS */
     size_t nursery_size;          /* power of two */
     size_t max_heap_size;         /* 0: no limit */
-    #define LULL_DEFAULT_PAUSE_TARGET_NS ((uint64_t)5000000)
-
-enum lull_major_mode major;
+    unsigned promotion_age;       /* minors a nursery object survives before promotion: 1 or 2 (nursery.h) */
+    enum lull_major_mode major;
     unsigned mark_workers;
     bool concurrent_sweep;
     bool card_every_store;        /* card-filter=no: every store marks its card, mark or no mark */

@@ -114,7 +114,10 @@ int lull_init(const char *params)
         return r;
     }
     size_t reserve = lull_policy_size_heap(&cfg);
-    if (lull_space_init_aligned(reserve, cfg.nursery_size) != 0) {
+    /* promotion-age=2: the nursery's range is twice nursery-size, the part
+     * beyond the allocation area being where survivors age (nursery.h). */
+    size_t nursery_range = cfg.nursery_size * (cfg.promotion_age > 1 ? 2 : 1);
+    if (lull_space_init_aligned(reserve, nursery_range) != 0) {
         lull_timeline_stop();
         pthread_mutex_unlock(&init_g.init_lock);
         lull_warn("lull_init", "cannot reserve %zu MiB of address space", reserve >> 20);
@@ -132,7 +135,7 @@ int lull_init(const char *params)
     lull_space_set_limit(cfg.max_heap_size);
     /* The nursery is committed once, here, before fail-mmap (which is for
      * the heap's growth) takes effect. */
-    r = lull_nursery_init(cfg.nursery_size);
+    r = lull_nursery_init(nursery_range, cfg.nursery_size);
     if (r) {
         lull_stw_uninstall();
         lull_space_fini();

@@ -146,7 +146,7 @@ bool lull_los_stays_young(uintptr_t obj, bool may_age)
 {
     const lull_block *b = lull_block_of(obj);
     uint32_t seen = __atomic_load_n(&b->young, __ATOMIC_RELAXED) >> 1;
-    return may_age && seen < LULL_LOS_YOUNG_MINORS && b->large_size <= (size_t)(lull_nursery_end - lull_nursery_start) &&
+    return may_age && seen < LULL_LOS_YOUNG_MINORS && b->large_size <= lull_nursery_ceiling() &&
            !lull_is_marked(obj);
 }
 

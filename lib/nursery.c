@@ -41,6 +41,12 @@
 #define POISON_BYTE  0xdb
 #define NO_LOG       UINT32_MAX
 #define CEMENT_SLOTS 4096u
+/* Aging (promotion-age=2): to-space is handed to tracers in chunks of at
+ * most AGE_CHUNK_MAX bytes, aligned to AGE_CHUNK, whose map entry records
+ * the minor that took it (to_space). */
+#define AGE_CHUNK_SHIFT 9
+#define AGE_CHUNK       ((uintptr_t)1 << AGE_CHUNK_SHIFT)
+#define AGE_CHUNK_MAX   ((uintptr_t)LULL_TLAB_SIZE)
 
 uintptr_t lull_nursery_start, lull_nursery_end;
 
@@ -78,6 +84,8 @@ typedef struct minor_tracer {
     lull_tracer *tr;
     lull_alloc_caches promo;
     uint64_t promoted;
+    uint64_t aged;              /* bytes it copied into the aging space */
+    uintptr_t age_start, age_next, age_end;   /* its to-space chunk: [start, next) holds copies */
     lull_tracer mark_tr;        /* while a concurrent mark runs: what this tracer greys for it */
     uint64_t cards;             /* dirty cards it scanned */
 } minor_tracer;
@@ -104,6 +112,27 @@ static struct {
     bool may_age;                 /* this minor's: young large objects it reaches may stay young */
     uint64_t cards;               /* dirty cards the last minor scanned */
     uint64_t kept;                /* bytes the last minor left in place, pinned */
+
+    /* Aging (promotion-age=2, nursery.h). The nursery's range is twice
+     * `ceiling`; TLABs are cut below `limit` (at most `ceiling`), and the
+     * free space the last rebuild found at or above it, `age_lo`, is the
+     * aging space: afrags, ascending. A minor that may age copies an
+     * object below age_lo into a chunk of it (its to-space, listed in
+     * `aged` as the chunks' used parts, which rebuild logs) and promotes
+     * one at or above age_lo, which survived a minor already (or was
+     * allocated in a TLAB beyond a shrunk limit: promoted a minor early,
+     * no harm). chunk_epoch, per AGE_CHUNK of the range: the minor that
+     * took that chunk (to_space). */
+    bool aging;                   /* this minor ages */
+    atomic_bool aging_full;       /* this minor's to-space ran out: the rest is promoted */
+    uintptr_t ceiling, age_lo;
+    range *afrags;
+    size_t nafrags, afrag_cur, afrags_cap;
+    range *aged;
+    atomic_size_t naged;
+    size_t aged_cap;
+    _Atomic uint32_t *chunk_epoch;
+    uint64_t aged_bytes;          /* what the last minor copied into the aging space */
     /* A copy could not be made since the last major: the heap is full, and
      * until a major frees some, another minor would only pin again. */
     atomic_bool promotion_failed;
@@ -168,7 +197,7 @@ static void free_array(void *p, size_t bytes)
         lull_os_unreserve(p, lull_align_up(bytes, LULL_PAGE_SIZE));
 }
 
-int lull_nursery_init(size_t size)
+int lull_nursery_init(size_t size, size_t ceiling)
 {
     uint32_t n = (uint32_t)(size >> LULL_BLOCK_SHIFT);
     uint32_t idx = lull_space_alloc(n);
@@ -178,7 +207,8 @@ int lull_nursery_init(size_t size)
     nursery_g.nblocks = n;
     lull_nursery_start = lull_block_addr(idx);
     lull_nursery_end = lull_nursery_start + size;
-    __atomic_store_n(&nursery_g.limit, lull_nursery_end, __ATOMIC_RELAXED);
+    nursery_g.ceiling = lull_nursery_start + ceiling;
+    __atomic_store_n(&nursery_g.limit, nursery_g.ceiling, __ATOMIC_RELAXED);
     nursery_g.handed = 0;
     for (uint32_t i = 0; i < n; i++)
         lull_heap_g.blocks[idx + i].state = LULL_BLOCK_NURSERY;
@@ -196,7 +226,13 @@ int lull_nursery_init(size_t size)
     nursery_g.excls = reserve_array(nursery_g.excls_cap * sizeof *nursery_g.excls);
     nursery_g.cwork_cap = lull_heap_g.nblocks;
     nursery_g.cwork = reserve_array(nursery_g.cwork_cap * sizeof *nursery_g.cwork);
-    if (!nursery_g.log_ || !nursery_g.frags || !nursery_g.gray || !nursery_g.pins || !nursery_g.cement ||
+    nursery_g.afrags_cap = size / LULL_GRANULE + 1024;
+    nursery_g.aged_cap = (size >> AGE_CHUNK_SHIFT) + LULL_MAX_WORKERS + 1;
+    nursery_g.afrags = reserve_array(nursery_g.afrags_cap * sizeof *nursery_g.afrags);
+    nursery_g.aged = reserve_array(nursery_g.aged_cap * sizeof *nursery_g.aged);
+    nursery_g.chunk_epoch = reserve_array((size >> AGE_CHUNK_SHIFT) * sizeof *nursery_g.chunk_epoch);
+    if (!nursery_g.afrags || !nursery_g.aged || !nursery_g.chunk_epoch ||
+        !nursery_g.log_ || !nursery_g.frags || !nursery_g.gray || !nursery_g.pins || !nursery_g.cement ||
         !nursery_g.cement_spare ||
         !nursery_g.excls || !nursery_g.cwork) {
         lull_nursery_fini();
@@ -204,10 +240,16 @@ int lull_nursery_init(size_t size)
     }
     nursery_g.log_n = 0;
     nursery_g.log_sorted = true;
-    /* The whole nursery is one fragment; block-space runs read as zero. */
-    nursery_g.frags[0] = (range){ lull_nursery_start, lull_nursery_end - TLAB_GAP };
+    /* The whole nursery is one fragment, and what lies beyond the ceiling
+     * another of the aging space; block-space runs read as zero. */
+    nursery_g.frags[0] = (range){ lull_nursery_start, nursery_g.ceiling - TLAB_GAP };
     nursery_g.nfrags = 1;
     nursery_g.frag_cur = 0;
+    nursery_g.age_lo = nursery_g.ceiling;
+    nursery_g.nafrags = nursery_g.afrag_cur = 0;
+    if (nursery_g.ceiling < lull_nursery_end)
+        nursery_g.afrags[nursery_g.nafrags++] = (range){ nursery_g.ceiling, lull_nursery_end - TLAB_GAP };
+    nursery_g.aged_bytes = 0;
     atomic_store(&nursery_g.ncemented, 0);
     memset(nursery_g.mt, 0, sizeof nursery_g.mt);
     return 0;
@@ -223,6 +265,12 @@ void lull_nursery_fini(void)
     free_array(nursery_g.cement_spare, CEMENT_SLOTS * sizeof *nursery_g.cement_spare);
     free_array(nursery_g.excls, nursery_g.excls_cap * sizeof *nursery_g.excls);
     free_array(nursery_g.cwork, nursery_g.cwork_cap * sizeof *nursery_g.cwork);
+    free_array(nursery_g.afrags, nursery_g.afrags_cap * sizeof *nursery_g.afrags);
+    free_array(nursery_g.aged, nursery_g.aged_cap * sizeof *nursery_g.aged);
+    free_array((void *)nursery_g.chunk_epoch,
+               ((size_t)(lull_nursery_end - lull_nursery_start) >> AGE_CHUNK_SHIFT) * sizeof *nursery_g.chunk_epoch);
+    nursery_g.afrags = nursery_g.aged = NULL;
+    nursery_g.chunk_epoch = NULL;
     nursery_g.excls = NULL;
     nursery_g.cwork = NULL;
     nursery_g.log_ = nursery_g.frags = NULL;
@@ -728,6 +776,76 @@ static uintptr_t promote_alloc(minor_tracer *mt, size_t size, bool has_refs)
     return (uintptr_t)p;
 }
 
+/* Aging (promotion-age=2). Whether v lies in a chunk of this minor's
+ * to-space: a copy made by this minor (or one a tracer is making), which
+ * must not be copied again when a second slot leads to it. Read before
+ * the object's header, which a copy gets last. */
+static inline bool to_space(uintptr_t v)
+{
+    return v >= nursery_g.age_lo &&
+           atomic_load_explicit(&nursery_g.chunk_epoch[(v - lull_nursery_start) >> AGE_CHUNK_SHIFT],
+                                memory_order_relaxed) == nursery_g.epoch;
+}
+
+/* The used part of tracer mt's chunk joins the to-space list (rebuild
+ * logs it). */
+static void age_retire(minor_tracer *mt)
+{
+    if (mt->age_next > mt->age_start) {
+        size_t i = atomic_fetch_add_explicit(&nursery_g.naged, 1, memory_order_relaxed);
+        if (i >= nursery_g.aged_cap)
+            lull_fatal("lull_collect", "minor collection: aging chunk list full (%zu)", nursery_g.aged_cap);
+        nursery_g.aged[i] = (range){ mt->age_start, mt->age_next };
+    }
+    mt->age_start = mt->age_next = mt->age_end = 0;
+}
+
+/* A new to-space chunk of at least `size` bytes for tracer mt, cut from
+ * the aging space's fragments at AGE_CHUNK boundaries (so that a chunk's
+ * map entries cover nothing else). false: the aging space is full. */
+static bool age_refill(minor_tracer *mt, size_t size)
+{
+    age_retire(mt);
+    if (nursery_g.parallel)
+        pthread_mutex_lock(&nursery_g.promo_lock);
+    bool ok = false;
+    while (nursery_g.afrag_cur < nursery_g.nafrags) {
+        range *f = &nursery_g.afrags[nursery_g.afrag_cur];
+        uintptr_t s = lull_align_up(f->start, AGE_CHUNK), e = f->end & ~(AGE_CHUNK - 1);
+        if (e <= s || e - s < size) {
+            nursery_g.afrag_cur++;
+            continue;
+        }
+        uintptr_t ce = s + AGE_CHUNK_MAX < e ? s + AGE_CHUNK_MAX : e;
+        f->start = ce;
+        if (f->start >= f->end)
+            nursery_g.afrag_cur++;
+        for (uintptr_t a = s; a < ce; a += AGE_CHUNK)
+            atomic_store_explicit(&nursery_g.chunk_epoch[(a - lull_nursery_start) >> AGE_CHUNK_SHIFT],
+                                  nursery_g.epoch, memory_order_relaxed);
+        mt->age_start = mt->age_next = s;
+        mt->age_end = ce;
+        ok = true;
+        break;
+    }
+    if (!ok)
+        atomic_store_explicit(&nursery_g.aging_full, true, memory_order_relaxed);
+    if (nursery_g.parallel)
+        pthread_mutex_unlock(&nursery_g.promo_lock);
+    return ok;
+}
+
+/* Room for a copy of `size` bytes in mt's to-space chunk, or 0. */
+static uintptr_t age_alloc(minor_tracer *mt, size_t size)
+{
+    if (mt->age_end - mt->age_next < size &&
+        (atomic_load_explicit(&nursery_g.aging_full, memory_order_relaxed) || !age_refill(mt, size)))
+        return 0;
+    uintptr_t c = mt->age_next;
+    mt->age_next += size;
+    return c;
+}
+
 /* Another tracer forwarded the object first: the slot goes back to the
  * cache it came from (word 0 was never written: still a free slot). */
 static void promote_undo(minor_tracer *mt, uintptr_t p, size_t size, bool has_refs)
@@ -769,6 +887,8 @@ static void where_slot(const uintptr_t *slot, char *buf, size_t n)
 
 static uintptr_t forward(minor_tracer *mt, uintptr_t v, const uintptr_t *slot)
 {
+    if (nursery_g.aging && to_space(v))
+        return v;
     uintptr_t *hp = (uintptr_t *)v;
     uintptr_t h = __atomic_load_n(hp, __ATOMIC_ACQUIRE);
     for (;;) {
@@ -786,7 +906,12 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v, const uintptr_t *slot)
         const lull_type *t = lull_header_type(h);
         size_t size = lull_object_size(v, t);
         bool refs = lull_type_has_refs(t);
-        uintptr_t c = promote_alloc(mt, size, refs);
+        /* Aging: a first-time survivor goes to the to-space (a copy at its
+         * chunk's end, undone by moving the end back). */
+        uintptr_t c = nursery_g.aging && v < nursery_g.age_lo ? age_alloc(mt, size) : 0;
+        bool aged = c != 0;
+        if (!aged)
+            c = promote_alloc(mt, size, refs);
         if (!c) {
             atomic_store_explicit(&nursery_g.promotion_failed, true, memory_order_relaxed);
             /* The major heap cannot grow: the object stays, pinned. Its
@@ -807,10 +932,20 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v, const uintptr_t *slot)
             __atomic_store_n(hp, c | LULL_HDR_FORWARDED, __ATOMIC_RELAXED);
         else if (!__atomic_compare_exchange_n(hp, &h, c | LULL_HDR_FORWARDED, false, __ATOMIC_ACQ_REL,
                                               __ATOMIC_ACQUIRE)) {
-            promote_undo(mt, c, size, refs);
+            if (aged)
+                mt->age_next = c;
+            else
+                promote_undo(mt, c, size, refs);
             continue;
         }
         __atomic_store_n((uintptr_t *)c, h, __ATOMIC_RELEASE);
+        if (aged) {
+            mt->aged += size;
+            LULL_PROBE4(object_aged, v, c, size, LULL_PROBE_TYPE_NAME(lull_header_type(h)));
+            if (refs)
+                lull_tracer_push(mt->tr, c);
+            return c;
+        }
         /* Allocate black while a concurrent mark runs (mark.h): its
          * children in the old generation are greyed when this minor
          * scans it (forward_black_slot). */
@@ -823,13 +958,16 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v, const uintptr_t *slot)
     }
 }
 
-/* A slot outside the nursery's objects' own memory: a precise root or a
- * slot of a pinned object. */
+/* A slot outside the major heap: a precise root, or a slot of a pinned
+ * object or of an aged copy. Slots are loaded with acquire and stored
+ * with release while tracers copy (here and in forward_old_slot): a slot
+ * may hand another tracer a to-space copy, whose chunk's map entry
+ * (to_space) must then be seen. */
 static void forward_slot(void **slotp, void *ctx)
 {
-    uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (lull_in_nursery(v))
-        __atomic_store_n(slot, forward(ctx, v, slot), __ATOMIC_RELAXED);
+        __atomic_store_n(slot, forward(ctx, v, slot), __ATOMIC_RELEASE);
     else
         reach_large(((minor_tracer *)ctx)->tr, lull_young_large_at(v));
 }
@@ -842,7 +980,7 @@ static void forward_slot(void **slotp, void *ctx)
  * nursery's, a root of the final pause (mark.h). */
 static void forward_old_slot(void **slotp, void *ctx)
 {
-    uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    uintptr_t *slot = (uintptr_t *)slotp, v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!lull_in_nursery(v)) {
         uintptr_t large = lull_young_large_at(v);
         if (!large)
@@ -853,7 +991,7 @@ static void forward_old_slot(void **slotp, void *ctx)
         return;
     }
     uintptr_t n = forward(ctx, v, slot);
-    __atomic_store_n(slot, n, __ATOMIC_RELAXED);
+    __atomic_store_n(slot, n, __ATOMIC_RELEASE);
     if (lull_in_nursery(n))
         old_slot_to_young(slot, n);
 }
@@ -1098,23 +1236,32 @@ static void copy_job(lull_tracer *tr, void *arg)
 DEFINE_SIFT(sort_excl, excl, START_KEY)
 DEFINE_HEAPSORT(sort_excl, excl, START_KEY)
 
-static void add_fragment(uintptr_t s, uintptr_t e)
+static void add_free(range *list, size_t *n, size_t cap, uintptr_t s, uintptr_t e)
 {
-    if (e > nursery_g.limit)
-        e = nursery_g.limit;     /* beyond it: unused until the nursery grows */
     if (e <= s)
         return;
-    if (s < lull_nursery_start || e > lull_nursery_end)
-        lull_fatal("lull_collect", "minor collection: fragment [%p, %p) outside the nursery", (void *)s, (void *)e);
     if (e - s < MIN_FRAGMENT) {
         memset((void *)s, 0, e - s);
         return;
     }
-    if (nursery_g.nfrags == nursery_g.frags_cap)
+    if (*n == cap)
         lull_fatal("lull_collect", "minor collection: fragment table full");
-    nursery_g.frags[nursery_g.nfrags++] = (range){ s, e - TLAB_GAP };
+    list[(*n)++] = (range){ s, e - TLAB_GAP };
     if (lull_cfg.clear_nursery)
         memset((void *)s, POISON_BYTE, e - s);
+}
+
+/* Free space [s, e): below the limit, fragments TLABs are cut from;
+ * beyond it, the aging space with promotion-age=2, else unused until the
+ * nursery grows. */
+static void add_fragment(uintptr_t s, uintptr_t e)
+{
+    if (s < lull_nursery_start || e > lull_nursery_end)
+        lull_fatal("lull_collect", "minor collection: fragment [%p, %p) outside the nursery", (void *)s, (void *)e);
+    uintptr_t lim = nursery_g.limit;
+    add_free(nursery_g.frags, &nursery_g.nfrags, nursery_g.frags_cap, s, e < lim ? e : lim);
+    if (lull_cfg.promotion_age > 1)
+        add_free(nursery_g.afrags, &nursery_g.nafrags, nursery_g.afrags_cap, s > lim ? s : lim, e);
 }
 
 static void log_add(uintptr_t s, uintptr_t e)
@@ -1152,9 +1299,16 @@ static void rebuild(void)
         }
         ex[n++] = (excl){ (uintptr_t)t->tlab->next, (uintptr_t)t->tlab->end + TLAB_GAP, true, false };
     }
+    /* The aged copies stay too, logged like pinned objects (a chunk is at
+     * most a TLAB long, so that lookups walk no further). */
+    size_t na = atomic_load_explicit(&nursery_g.naged, memory_order_relaxed);
+    for (size_t k = 0; k < na; k++)
+        ex[n++] = (excl){ nursery_g.aged[k].start, nursery_g.aged[k].end, false, false };
     sort_excl(ex, n);
 
     nursery_g.nfrags = nursery_g.frag_cur = 0;
+    nursery_g.nafrags = nursery_g.afrag_cur = 0;
+    nursery_g.age_lo = nursery_g.limit;
     nursery_g.log_n = 0;
     uintptr_t cursor = lull_nursery_start;
     size_t i = 0;
@@ -1228,13 +1382,23 @@ size_t lull_nursery_size(void)
     return __atomic_load_n(&nursery_g.limit, __ATOMIC_RELAXED) - lull_nursery_start;
 }
 
+size_t lull_nursery_ceiling(void)
+{
+    return nursery_g.ceiling - lull_nursery_start;
+}
+
+uint64_t lull_nursery_aged(void)
+{
+    return nursery_g.aged_bytes;
+}
+
 void lull_nursery_resize(size_t bytes)
 {
     bytes &= ~(LULL_TLAB_SIZE - 1);
     if (bytes < LULL_TLAB_SIZE)
         bytes = LULL_TLAB_SIZE;
-    if (bytes > (size_t)(lull_nursery_end - lull_nursery_start))
-        bytes = lull_nursery_end - lull_nursery_start;
+    if (bytes > lull_nursery_ceiling())
+        bytes = lull_nursery_ceiling();
     uintptr_t limit = lull_nursery_start + bytes;
     if (limit < nursery_g.limit) {
         /* Shrink now: the fragments beyond the limit are dropped (their
@@ -1275,6 +1439,8 @@ static uintptr_t minor_fate(uintptr_t v, void *ctx)
 {
     (void)ctx;
     if (lull_in_nursery(v)) {
+        if (nursery_g.aging && to_space(v))
+            return v;       /* already the copy (a slot updated before this pass) */
         uintptr_t h = __atomic_load_n((uintptr_t *)v, __ATOMIC_RELAXED);
         if (h & LULL_HDR_FORWARDED)
             return h & ~LULL_HDR_TAG_MASK;
@@ -1288,11 +1454,17 @@ static uintptr_t minor_fate(uintptr_t v, void *ctx)
 uint64_t lull_nursery_collect(bool may_age)
 {
     nursery_g.may_age = may_age;
+    nursery_g.aging = may_age && lull_cfg.promotion_age > 1;
+    atomic_store_explicit(&nursery_g.aging_full, false, memory_order_relaxed);
+    atomic_store_explicit(&nursery_g.naged, 0, memory_order_relaxed);
     unsigned ntracers = lull_workers_count() + 1;
     lull_tracer tr = { .id = 0, .spill = spill_gray };
     nursery_g.parallel = ntracers > 1;
-    for (unsigned i = 0; i < ntracers; i++)
-        nursery_g.mt[i].promoted = nursery_g.mt[i].cards = 0;
+    for (unsigned i = 0; i < ntracers; i++) {
+        minor_tracer *m = &nursery_g.mt[i];
+        m->promoted = m->cards = m->aged = 0;
+        m->age_start = m->age_next = m->age_end = 0;
+    }
     minor_tracer *self = &nursery_g.mt[0];
     self->tr = &tr;
     nursery_g.gray_n = nursery_g.npins = 0;
@@ -1302,6 +1474,8 @@ uint64_t lull_nursery_collect(bool may_age)
          * object's record can equal the new number by age alone. */
         for (uint32_t i = 0; i < lull_frontier(); i++)
             lull_heap_g.blocks[i].minor_seen = 0;
+        for (size_t i = 0; i < (size_t)(lull_nursery_end - lull_nursery_start) >> AGE_CHUNK_SHIFT; i++)
+            atomic_store_explicit(&nursery_g.chunk_epoch[i], 0, memory_order_relaxed);
         nursery_g.epoch = 1;      /* descriptors start at 0 */
     }
 
@@ -1311,7 +1485,7 @@ uint64_t lull_nursery_collect(bool may_age)
     lull_cement_new_cycle();
     /* At most what was handed out since, and what the last one kept,
      * is copied: blocks for it are swept now if the heap cannot grow. */
-    lull_major_sweep_for_promotion(nursery_g.handed + nursery_g.kept);
+    lull_major_sweep_for_promotion(nursery_g.handed + nursery_g.kept + nursery_g.aged_bytes);
 
     /* 1. Pin (this thread): conservative roots, then the cemented objects. */
     uint64_t t_pin = lull_now_ns();
@@ -1356,6 +1530,11 @@ uint64_t lull_nursery_collect(bool may_age)
         drain_rest(self);
     lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, minor_fate, NULL);
     lull_tracer_release(&tr);
+    nursery_g.aged_bytes = 0;
+    for (unsigned i = 0; i < ntracers; i++) {
+        age_retire(&nursery_g.mt[i]);
+        nursery_g.aged_bytes += nursery_g.mt[i].aged;
+    }
     uint64_t t_traced = lull_now_ns();
     LULL_TL(LULL_TL_MINOR_WEAK, t_weak, t_traced - t_weak, 0, 0, 0, NULL);
     nursery_g.trace_ns = t_traced - t_trace;
@@ -1383,6 +1562,7 @@ uint64_t lull_nursery_collect(bool may_age)
     /* 4. The nursery: pinned objects stay, the rest is free. */
     uint64_t t_rebuild = lull_now_ns();
     rebuild();
+    nursery_g.aging = false;
     LULL_TL(LULL_TL_MINOR_REBUILD, t_rebuild, lull_now_ns() - t_rebuild, 0, 0, 0, NULL);
     uint64_t promoted = 0, unused = 0;
     nursery_g.cards = 0;

@@ -31,6 +31,22 @@
  * survivors too, re-marks the card of every old slot that points into the
  * nursery, and cementing starts afresh.
  *
+ * Aging (promotion-age=2, SGen's split nursery): the nursery's range is
+ * twice nursery-size. TLABs are cut below the size the policy sets; the
+ * free space above it is the aging space. A minor copies an object that
+ * lies below that boundary (allocated since the last minor) into the
+ * aging space instead of the major heap, and promotes one above it (one
+ * that has survived a minor already). Copies go into chunks of at most a
+ * TLAB, which the rebuild logs as it logs pinned objects, so walks and
+ * lookups find them as they find any nursery object. A slot can lead to
+ * a copy the minor has already made (two slots to one object), so the
+ * copies must be told from the objects still to be copied: a map with an
+ * entry per 512 bytes of the range records which minor took each chunk
+ * (to_space in nursery.c). An old slot pointing to an aged copy keeps its
+ * card marked, or cements the copy, as for a pinned object (a cemented
+ * copy stays pinned where it is until the next major). The minor of a
+ * major's pause ages nothing: it promotes all.
+ *
  * Step 2 runs on every tracer (mark-workers, workers.h): the thread that
  * stopped the world forwards the precise roots and lists the blocks with
  * marked cards; then all tracers claim that list in chunks, scan the
@@ -85,8 +101,10 @@ static inline size_t lull_object_size(uintptr_t obj, const lull_type *t)
     return (b + LULL_GRANULE - 1) & ~(LULL_GRANULE - 1);
 }
 
-/* At lull_init, after the block space: take the nursery's blocks. */
-int  lull_nursery_init(size_t size);
+/* At lull_init, after the block space: take the nursery's blocks, `size`
+ * bytes, of which TLABs are cut from at most the first `ceiling`
+ * (nursery-size); the rest is the aging space (promotion-age=2). */
+int  lull_nursery_init(size_t size, size_t ceiling);
 void lull_nursery_fini(void);
 
 /* A TLAB of at least `need` bytes for thread t, replacing its current one
@@ -115,6 +133,10 @@ uint64_t lull_nursery_trace_ns(void);
 /* The dirty cards the last minor scanned (for the log). */
 uint64_t lull_nursery_cards_scanned(void);
 size_t   lull_nursery_size(void);
+/* The largest size: nursery-size. */
+size_t   lull_nursery_ceiling(void);
+/* The bytes the last minor copied into the aging space (promotion-age=2). */
+uint64_t lull_nursery_aged(void);
 void     lull_nursery_resize(size_t bytes);
 
 /* A minor since the last major could not copy an object for want of a

@@ -277,7 +277,7 @@ static bool idle_minors_rule(void)
  * predicted to miss the target, the log says so once. */
 static size_t size_for_target(void)
 {
-    size_t ceiling = lull_nursery_end - lull_nursery_start, floor = NURSERY_FLOOR < ceiling ? NURSERY_FLOOR : ceiling;
+    size_t ceiling = lull_nursery_ceiling(), floor = NURSERY_FLOOR < ceiling ? NURSERY_FLOOR : ceiling;
     double per_byte = per_byte_ns();
     double room = (double)policy_g.target_ns - policy_g.fixed_ns;
     double n = room > 0 ? room / (per_byte > 1e-6 ? per_byte : 1e-6) : 0;

@@ -36,6 +36,8 @@
  *   alloc_pinned(type_name, bytes)         lull_alloc_pinned
  *   object_pinned(addr, bytes, type_name, generation)   a nursery object pinned by a minor
  *   object_promoted(from, to, bytes, type_name)         a nursery object copied
+ *   object_aged(from, to, bytes, type_name)             a nursery object copied within the nursery
+ *                                                       (promotion-age=2)
  *   object_evacuated(from, to, bytes, type_name)        a synchronous major moved an object
  *   heap_grown(bytes, heap_bytes)          blocks taken from the OS
  *   heap_shrunk(bytes, heap_bytes)         blocks given back to the OS

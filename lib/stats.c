@@ -69,7 +69,7 @@ static struct {
     lull_histogram pauses, pauses_by_kind[2];   /* [LULL_PAUSE_MINOR/MAJOR] */
     uint64_t collections_minor, collections_major, collections_major_sync;
     uint64_t live_after_major;
-    uint64_t bytes_promoted;
+    uint64_t bytes_promoted, bytes_aged;
     uint64_t objects_evacuated, bytes_evacuated;
     /* Updated without the lock (the queueing happens in a pause). */
     atomic_uint_fast64_t finalizers_queued, finalizers_run;
@@ -92,7 +92,7 @@ void lull_stats_reset(void)
     memset(stats_g.pauses_by_kind, 0, sizeof stats_g.pauses_by_kind);
     stats_g.collections_minor = stats_g.collections_major = stats_g.collections_major_sync = 0;
     stats_g.live_after_major = 0;
-    stats_g.bytes_promoted = 0;
+    stats_g.bytes_promoted = stats_g.bytes_aged = 0;
     stats_g.objects_evacuated = stats_g.bytes_evacuated = 0;
     atomic_store(&stats_g.finalizers_queued, 0);
     atomic_store(&stats_g.finalizers_run, 0);
@@ -116,10 +116,11 @@ void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
 }
 
 void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes,
-                                  uint64_t promoted_bytes)
+                                  uint64_t promoted_bytes, uint64_t aged_bytes)
 {
     pthread_mutex_lock(&stats_g.stats_lock);
     stats_g.bytes_promoted += promoted_bytes;
+    stats_g.bytes_aged += aged_bytes;
     if (kind == LULL_PAUSE_MINOR) {
         stats_g.collections_minor++;
     } else {
@@ -156,6 +157,7 @@ void lull_get_stats(lull_stats *s)
     s->pause_p99_ns = lull_hist_quantile(&stats_g.pauses, 0.99);
     s->live_bytes_after_major = stats_g.live_after_major;
     s->bytes_promoted = stats_g.bytes_promoted;
+    s->bytes_aged = stats_g.bytes_aged;
     s->objects_evacuated = stats_g.objects_evacuated;
     s->bytes_evacuated = stats_g.bytes_evacuated;
     s->finalizers_queued = atomic_load_explicit(&stats_g.finalizers_queued, memory_order_relaxed);

@@ -36,9 +36,9 @@ void lull_stats_lock_for_fork(void);
 void lull_stats_unlock_after_fork(void);
 void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns);
 /* A collection (not a concurrent major's initial pause) and the bytes its
- * minor, if it ran one, promoted. */
+ * minor, if it ran one, promoted and aged. */
 void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes,
-                                  uint64_t promoted_bytes);
+                                  uint64_t promoted_bytes, uint64_t aged_bytes);
 /* What a synchronous major evacuated (after its pause). */
 void lull_stats_note_evacuated(uint64_t objects, uint64_t bytes);
 /* Finalizers queued by a collection (in its pause: no lock taken) and run. */
