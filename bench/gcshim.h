@@ -443,11 +443,12 @@ static inline uint64_t gcshim_fold(uint64_t h, uint64_t w) { return gcshim_mix64
 /* RESULT gc=<name> bench=<bench> time_ms=... peak_rss_kb=... collections=...
  *        pauses=... pause_total_ms=... pause_max_us=... pause_p99_us=... pause_p50_us=...
  *        [minor_pauses=... minor_p50_us=... minor_p99_us=... minor_max_us=...
- *         major_pauses=... major_max_us=... majors_sync=... promoted_mib=... survival_pct=...
+ *         major_pauses=... major_max_us=... majors_sync=... promoted_mib=... survival_pct=... aged_mib=...
  *         (lull only; major_pauses counts a concurrent major's initial and final
  *         pauses, majors_sync the majors that marked with the world stopped,
  *         promoted_mib what minors copied out of the nursery and survival_pct
- *         that over all allocation: lull_stats.bytes_promoted)]
+ *         that over all allocation: lull_stats.bytes_promoted; aged_mib what they
+ *         copied into the nursery's aging space, lull_stats.bytes_aged)]
  *        [markers=N   (Boehm: marker threads)] checksum=<16 hex digits> <extra>
  * PAUSES gc=<name> bench=<bench> n=<count> us=<d1>,<d2>,...   (every pause logged)
  * All pause figures come from the pause log through gcshim_summarise_pauses
@@ -461,17 +462,18 @@ static inline void gcshim_report(const char *bench, uint64_t time_ns, uint64_t c
         exit(1);
     }
     gcshim_pause_summary all = gcshim_summarise_pauses(logged, -1);
-    char kinds[384] = "";
+    char kinds[448] = "";
 #ifndef USE_BOEHM
     gcshim_pause_summary mi = gcshim_summarise_pauses(logged, 0), ma = gcshim_summarise_pauses(logged, 1);
     lull_stats ls;
     lull_get_stats(&ls);
     snprintf(kinds, sizeof kinds,
              " markers=%d minor_pauses=%llu minor_p50_us=%.1f minor_p99_us=%.1f minor_max_us=%.1f major_pauses=%llu "
-             "major_max_us=%.1f majors_sync=%llu promoted_mib=%.1f survival_pct=%.1f", gcshim_markers(),
+             "major_max_us=%.1f majors_sync=%llu promoted_mib=%.1f survival_pct=%.1f aged_mib=%.1f", gcshim_markers(),
              (unsigned long long)mi.n, mi.p50_ns / 1e3, mi.p99_ns / 1e3, mi.max_ns / 1e3, (unsigned long long)ma.n,
              ma.max_ns / 1e3, (unsigned long long)ls.collections_major_sync, ls.bytes_promoted / 1048576.0,
-             ls.bytes_allocated ? 100.0 * (double)ls.bytes_promoted / (double)ls.bytes_allocated : 0.0);
+             ls.bytes_allocated ? 100.0 * (double)ls.bytes_promoted / (double)ls.bytes_allocated : 0.0,
+             ls.bytes_aged / 1048576.0);
 #else
     snprintf(kinds, sizeof kinds, " markers=%d", gcshim_markers());
 #endif

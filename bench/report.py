@@ -40,6 +40,7 @@ EXTRAS = {
     "majors_sync": ("{:.0f} synchronous majors", True),
     "major_max_us": ("major max {:.0f} us", True),
     "survival_pct": ("{:.1f}% of allocation promoted", True),
+    "aged_mib": ("{:.1f} MiB aged in the nursery", True),
     "frame_p50_ms": ("frame p50 {:.2f} ms", True),
     "frame_p99_ms": ("frame p99 {:.2f} ms", True),
     "frame_max_ms": ("frame max {:.1f} ms", True),
