@@ -516,7 +516,7 @@ typedef struct lull_stats {
     uint64_t majors_idle;
     /* Aging (addition to API.md): bytes of nursery objects that minors
      * copied within the nursery, to age there once before promotion
-     * (promotion-age=2; README, "the nursery"). A survivor that ages and
+     * (promotion-age=2 or auto; README, "aging in the nursery"). A survivor that ages and
      * then survives again is counted here and in bytes_promoted. */
     uint64_t bytes_aged;
 } lull_stats;

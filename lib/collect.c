@@ -525,6 +525,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     if (minor) {
         promoted = lull_nursery_collect(!ends_major);
         lull_policy_note_promoted(promoted);     /* the blocks kept ready for the next (major.c) */
+        lull_policy_note_aging(lull_nursery_aged(), lull_nursery_promoted_aged());
         LULL_PROBE1(minor_end, promoted);
     } else {
         lull_nursery_sync_tlabs();
@@ -731,11 +732,13 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
                     (double)stop_bg_ns / 1e6, (double)lull_mark_deferred_young_bytes() / 1024.0);
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers), aged %.1f KiB, of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu dirty cards, copying %.3f ms, "
+                    "workers), aged %.1f KiB%s, of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu dirty cards, copying %.3f ms, "
                     "background job stopped in %.3f ms; nursery %zu KiB -> %zu KiB, next predicted %.3f ms; a card %.1f ns, "
                     "%u cards per thread until a minor%s\n",
                     (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6, (double)promoted / 1024.0,
                     (double)lull_nursery_promoted_by_workers() / 1024.0, (double)lull_nursery_aged() / 1024.0,
+                    lull_cfg.promotion_age == LULL_PROMOTION_AGE_AUTO && !lull_policy_aging()
+                        ? " (the next minor ages nothing: most of what aged survived)" : "",
                     (double)handed / 1024.0,
                     (double)lull_nursery_large_freed() / 1024.0, (unsigned long long)lull_nursery_cards_scanned(),
                     (double)lull_nursery_trace_ns() / 1e6,

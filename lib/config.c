@@ -156,9 +156,13 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
             return bad(source, key, val, "must be between 100us and 10s");
         c->pause_target_ns = ns;
     } else if (!strcmp(key, "promotion-age")) {
-        if (parse_uint(val, 2, &u) || u < 1)
-            return bad(source, key, val, "expected 1 (promote a minor's survivors) or 2 (age them once in the nursery)");
-        c->promotion_age = (unsigned)u;
+        if (!strcmp(val, "auto"))
+            c->promotion_age = LULL_PROMOTION_AGE_AUTO;
+        else if (parse_uint(val, 2, &u) || u < 1)
+            return bad(source, key, val, "expected 1 (promote a minor's survivors), 2 (age them once in the "
+                       "nursery) or auto (age them while most of the aged die there)");
+        else
+            c->promotion_age = (unsigned)u;
     } else if (!strcmp(key, "finalizers")) {
         if (!strcmp(val, "auto")) c->finalizers = LULL_FINALIZERS_AUTO;
         else if (!strcmp(val, "manual")) c->finalizers = LULL_FINALIZERS_MANUAL;

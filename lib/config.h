@@ -11,6 +11,7 @@
 
 #define LULL_DEFAULT_PAUSE_TARGET_NS ((uint64_t)5000000)
 #define LULL_DEFAULT_EVACUATION_THRESHOLD 66u   /* SGen's */
+#define LULL_PROMOTION_AGE_AUTO 0u
 
 enum lull_major_mode { LULL_MAJOR_CONCURRENT, LULL_MAJOR_STW };
 enum lull_finalizer_mode { LULL_FINALIZERS_AUTO, LULL_FINALIZERS_MANUAL };
@@ -19,7 +20,8 @@ typedef struct lull_config {
     /* LULL_GC_PARAMS */
     size_t nursery_size;          /* power of two */
     size_t max_heap_size;         /* 0: no limit */
-    unsigned promotion_age;       /* minors a nursery object survives before promotion: 1 or 2 (nursery.h) */
+    unsigned promotion_age;       /* minors a nursery object survives before promotion: 1 or 2
+                                     (nursery.h), or LULL_PROMOTION_AGE_AUTO (policy.c decides) */
     enum lull_major_mode major;
     unsigned mark_workers;
     bool concurrent_sweep;

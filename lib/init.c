@@ -114,9 +114,9 @@ int lull_init(const char *params)
         return r;
     }
     size_t reserve = lull_policy_size_heap(&cfg);
-    /* promotion-age=2: the nursery's range is twice nursery-size, the part
+    /* promotion-age=2 or auto: the nursery's range is twice nursery-size, the part
      * beyond the allocation area being where survivors age (nursery.h). */
-    size_t nursery_range = cfg.nursery_size * (cfg.promotion_age > 1 ? 2 : 1);
+    size_t nursery_range = cfg.nursery_size * (cfg.promotion_age != 1 ? 2 : 1);
     if (lull_space_init_aligned(reserve, nursery_range) != 0) {
         lull_timeline_stop();
         pthread_mutex_unlock(&init_g.init_lock);

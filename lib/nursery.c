@@ -85,6 +85,7 @@ typedef struct minor_tracer {
     lull_alloc_caches promo;
     uint64_t promoted;
     uint64_t aged;              /* bytes it copied into the aging space */
+    uint64_t promoted_aged;     /* of `promoted`, the bytes of objects at or above age_lo */
     uintptr_t age_start, age_next, age_end;   /* its to-space chunk: [start, next) holds copies */
     lull_tracer mark_tr;        /* while a concurrent mark runs: what this tracer greys for it */
     uint64_t cards;             /* dirty cards it scanned */
@@ -133,6 +134,7 @@ static struct {
     size_t aged_cap;
     _Atomic uint32_t *chunk_epoch;
     uint64_t aged_bytes;          /* what the last minor copied into the aging space */
+    uint64_t promoted_aged;       /* what it promoted from at or above age_lo */
     /* A copy could not be made since the last major: the heap is full, and
      * until a major frees some, another minor would only pin again. */
     atomic_bool promotion_failed;
@@ -951,6 +953,8 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v, const uintptr_t *slot)
          * scans it (forward_black_slot). */
         lull_mark_allocated(c);
         mt->promoted += size;
+        if (v >= nursery_g.age_lo)
+            mt->promoted_aged += size;
         LULL_PROBE4(object_promoted, v, c, size, LULL_PROBE_TYPE_NAME(lull_header_type(h)));
         if (refs)
             lull_tracer_push(mt->tr, c);
@@ -1260,7 +1264,7 @@ static void add_fragment(uintptr_t s, uintptr_t e)
         lull_fatal("lull_collect", "minor collection: fragment [%p, %p) outside the nursery", (void *)s, (void *)e);
     uintptr_t lim = nursery_g.limit;
     add_free(nursery_g.frags, &nursery_g.nfrags, nursery_g.frags_cap, s, e < lim ? e : lim);
-    if (lull_cfg.promotion_age > 1)
+    if (lull_cfg.promotion_age != 1)
         add_free(nursery_g.afrags, &nursery_g.nafrags, nursery_g.afrags_cap, s > lim ? s : lim, e);
 }
 
@@ -1392,6 +1396,11 @@ uint64_t lull_nursery_aged(void)
     return nursery_g.aged_bytes;
 }
 
+uint64_t lull_nursery_promoted_aged(void)
+{
+    return nursery_g.promoted_aged;
+}
+
 void lull_nursery_resize(size_t bytes)
 {
     bytes &= ~(LULL_TLAB_SIZE - 1);
@@ -1454,7 +1463,7 @@ static uintptr_t minor_fate(uintptr_t v, void *ctx)
 uint64_t lull_nursery_collect(bool may_age)
 {
     nursery_g.may_age = may_age;
-    nursery_g.aging = may_age && lull_cfg.promotion_age > 1;
+    nursery_g.aging = may_age && lull_policy_aging();
     atomic_store_explicit(&nursery_g.aging_full, false, memory_order_relaxed);
     atomic_store_explicit(&nursery_g.naged, 0, memory_order_relaxed);
     unsigned ntracers = lull_workers_count() + 1;
@@ -1462,7 +1471,7 @@ uint64_t lull_nursery_collect(bool may_age)
     nursery_g.parallel = ntracers > 1;
     for (unsigned i = 0; i < ntracers; i++) {
         minor_tracer *m = &nursery_g.mt[i];
-        m->promoted = m->cards = m->aged = 0;
+        m->promoted = m->cards = m->aged = m->promoted_aged = 0;
         m->age_start = m->age_next = m->age_end = 0;
     }
     minor_tracer *self = &nursery_g.mt[0];
@@ -1530,10 +1539,11 @@ uint64_t lull_nursery_collect(bool may_age)
         drain_rest(self);
     lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, minor_fate, NULL);
     lull_tracer_release(&tr);
-    nursery_g.aged_bytes = 0;
+    nursery_g.aged_bytes = nursery_g.promoted_aged = 0;
     for (unsigned i = 0; i < ntracers; i++) {
         age_retire(&nursery_g.mt[i]);
         nursery_g.aged_bytes += nursery_g.mt[i].aged;
+        nursery_g.promoted_aged += nursery_g.mt[i].promoted_aged;
     }
     uint64_t t_traced = lull_now_ns();
     LULL_TL(LULL_TL_MINOR_WEAK, t_weak, t_traced - t_weak, 0, 0, 0, NULL);

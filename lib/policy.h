@@ -111,6 +111,12 @@ int      lull_policy_idle_major(uint64_t idle_ns, const char **reason);
 uint64_t lull_policy_majors_idle(void);
 void     lull_policy_after_major_pause(bool final, bool synchronous, uint64_t pause_ns, uint64_t live);
 
+/* Aging (gc lock held; the rule is in policy.c): whether the next minor
+ * may age its survivors in the nursery (promotion-age), and after every
+ * minor what it aged and what it promoted of what the one before aged. */
+bool lull_policy_aging(void);
+void lull_policy_note_aging(uint64_t aged, uint64_t promoted_aged);
+
 /* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
  * cut to a power of two at most an eighth of max-heap-size. */
 size_t lull_policy_size_heap(lull_config *cfg);

@@ -22,7 +22,11 @@
  *  - parallel: with mark-workers=4, a list whose nodes are also held by a
  *    reference array (two slots to each node) survives minors intact, and
  *    every node is one object;
- *  - options: promotion-age=0 and 3 are -EINVAL.
+ *  - auto: with promotion-age=auto, minors stop aging when what aged
+ *    survives the next minor too (a structure that only grows), and keep
+ *    aging while what aged dies before it (a structure replaced at every
+ *    minor: nothing promoted);
+ *  - options: promotion-age=0 and 3 are -EINVAL, auto is accepted.
  *
  * LULL_GC_DEBUG defaults to verify-nursery,check-cards here (after every
  * minor nothing may point into the evacuated nursery; before each, every
@@ -335,13 +339,70 @@ static void parallel(void)
     printf("aging: parallel: %d nodes held twice, aged and promoted by 5 tracers, one object each\n", PAR_NODES);
 }
 
+/* ---- auto ---- */
+
+#define ROUNDS      40
+#define ROUND_NODES 2000     /* 128 KiB */
+
+static NOINLINE void grow(void)
+{
+    struct tnode *head = list_build(0, ROUND_NODES), *tail = head;
+    while (tail->next)
+        tail = tail->next;
+    lull_store(tail, &tail->next, root[0]);
+    root[0] = head;
+}
+
+static NOINLINE void replace(void)
+{
+    root[0] = list_build(0, ROUND_NODES);
+}
+
+/* ROUNDS rounds of fn then a minor; returns the rounds whose minor aged
+ * anything, and the bytes promoted over them in *promoted. */
+static unsigned rounds(void (*fn)(void), uint64_t *promoted)
+{
+    unsigned aging = 0;
+    lull_stats s0 = get_stats(), prev = s0;
+    for (unsigned r = 0; r < ROUNDS; r++) {
+        run_in_fresh_thread(fn);
+        collect_detached(LULL_GEN_NURSERY);
+        lull_stats s = get_stats();
+        aging += s.bytes_aged > prev.bytes_aged;
+        prev = s;
+    }
+    *promoted = prev.bytes_promoted - s0.bytes_promoted;
+    return aging;
+}
+
+static void auto_mode(void)
+{
+    uint64_t promoted;
+    init("promotion-age=auto,nursery-size=1m,mark-workers=1");
+    unsigned growing = rounds(grow, &promoted);
+    CHECK(growing <= ROUNDS / 4, "a structure that only grows: %u of %d minors aged (what they aged survived "
+          "the next minor every time)", growing, ROUNDS);
+    CHECK(growing >= 2, "a structure that only grows: only %u minors aged (the first, and a trial later)", growing);
+    fini();
+    init("promotion-age=auto,nursery-size=1m,mark-workers=1");
+    unsigned replaced = rounds(replace, &promoted);
+    CHECK(replaced == ROUNDS, "a structure replaced at every minor: %u of %d minors aged", replaced, ROUNDS);
+    CHECK(promoted < ROUND_NODES * sizeof(struct tnode), "a structure replaced at every minor: %" PRIu64
+          " bytes promoted over %d minors, expected nearly none", promoted, ROUNDS);
+    fini();
+    printf("aging: auto: %u of %d minors aged for a growing structure, %u of %d for a replaced one\n", growing,
+           ROUNDS, replaced, ROUNDS);
+}
+
 /* ---- options ---- */
 
 static void options(void)
 {
     CHECK(lull_init("promotion-age=0") == -EINVAL, "promotion-age=0 was accepted");
     CHECK(lull_init("promotion-age=3") == -EINVAL, "promotion-age=3 was accepted");
-    printf("aging: options: 0 and 3 refused\n");
+    CHECK(lull_init("promotion-age=auto") == 0, "promotion-age=auto was refused");
+    lull_shutdown();
+    printf("aging: options: 0 and 3 refused, auto accepted\n");
 }
 
 int main(void)
@@ -355,5 +416,6 @@ int main(void)
     dies_young();
     full();
     parallel();
+    auto_mode();
     return 0;
 }
