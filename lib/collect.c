@@ -525,7 +525,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
     if (minor) {
         promoted = lull_nursery_collect(!ends_major);
         lull_policy_note_promoted(promoted);     /* the blocks kept ready for the next (major.c) */
-        lull_policy_note_aging(lull_nursery_aged(), lull_nursery_promoted_aged());
+        lull_policy_note_aging(!ends_major, handed, promoted);
         LULL_PROBE1(minor_end, promoted);
     } else {
         lull_nursery_sync_tlabs();
@@ -738,7 +738,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
                     (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6, (double)promoted / 1024.0,
                     (double)lull_nursery_promoted_by_workers() / 1024.0, (double)lull_nursery_aged() / 1024.0,
                     lull_cfg.promotion_age == LULL_PROMOTION_AGE_AUTO && !lull_policy_aging()
-                        ? " (the next minor ages nothing: most of what aged survived)" : "",
+                        ? " (the next minor ages nothing: aging has not halved what minors promote)" : "",
                     (double)handed / 1024.0,
                     (double)lull_nursery_large_freed() / 1024.0, (unsigned long long)lull_nursery_cards_scanned(),
                     (double)lull_nursery_trace_ns() / 1e6,

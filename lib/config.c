@@ -160,7 +160,7 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
             c->promotion_age = LULL_PROMOTION_AGE_AUTO;
         else if (parse_uint(val, 2, &u) || u < 1)
             return bad(source, key, val, "expected 1 (promote a minor's survivors), 2 (age them once in the "
-                       "nursery) or auto (age them while most of the aged die there)");
+                       "nursery) or auto (age them while that halves what minors promote)");
         else
             c->promotion_age = (unsigned)u;
     } else if (!strcmp(key, "finalizers")) {

@@ -85,7 +85,6 @@ typedef struct minor_tracer {
     lull_alloc_caches promo;
     uint64_t promoted;
     uint64_t aged;              /* bytes it copied into the aging space */
-    uint64_t promoted_aged;     /* of `promoted`, the bytes of objects at or above age_lo */
     uintptr_t age_start, age_next, age_end;   /* its to-space chunk: [start, next) holds copies */
     lull_tracer mark_tr;        /* while a concurrent mark runs: what this tracer greys for it */
     uint64_t cards;             /* dirty cards it scanned */
@@ -134,7 +133,6 @@ static struct {
     size_t aged_cap;
     _Atomic uint32_t *chunk_epoch;
     uint64_t aged_bytes;          /* what the last minor copied into the aging space */
-    uint64_t promoted_aged;       /* what it promoted from at or above age_lo */
     /* A copy could not be made since the last major: the heap is full, and
      * until a major frees some, another minor would only pin again. */
     atomic_bool promotion_failed;
@@ -953,8 +951,6 @@ static uintptr_t forward(minor_tracer *mt, uintptr_t v, const uintptr_t *slot)
          * scans it (forward_black_slot). */
         lull_mark_allocated(c);
         mt->promoted += size;
-        if (v >= nursery_g.age_lo)
-            mt->promoted_aged += size;
         LULL_PROBE4(object_promoted, v, c, size, LULL_PROBE_TYPE_NAME(lull_header_type(h)));
         if (refs)
             lull_tracer_push(mt->tr, c);
@@ -1396,10 +1392,6 @@ uint64_t lull_nursery_aged(void)
     return nursery_g.aged_bytes;
 }
 
-uint64_t lull_nursery_promoted_aged(void)
-{
-    return nursery_g.promoted_aged;
-}
 
 void lull_nursery_resize(size_t bytes)
 {
@@ -1471,7 +1463,7 @@ uint64_t lull_nursery_collect(bool may_age)
     nursery_g.parallel = ntracers > 1;
     for (unsigned i = 0; i < ntracers; i++) {
         minor_tracer *m = &nursery_g.mt[i];
-        m->promoted = m->cards = m->aged = m->promoted_aged = 0;
+        m->promoted = m->cards = m->aged = 0;
         m->age_start = m->age_next = m->age_end = 0;
     }
     minor_tracer *self = &nursery_g.mt[0];
@@ -1539,11 +1531,10 @@ uint64_t lull_nursery_collect(bool may_age)
         drain_rest(self);
     lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, minor_fate, NULL);
     lull_tracer_release(&tr);
-    nursery_g.aged_bytes = nursery_g.promoted_aged = 0;
+    nursery_g.aged_bytes = 0;
     for (unsigned i = 0; i < ntracers; i++) {
         age_retire(&nursery_g.mt[i]);
         nursery_g.aged_bytes += nursery_g.mt[i].aged;
-        nursery_g.promoted_aged += nursery_g.mt[i].promoted_aged;
     }
     uint64_t t_traced = lull_now_ns();
     LULL_TL(LULL_TL_MINOR_WEAK, t_weak, t_traced - t_weak, 0, 0, 0, NULL);

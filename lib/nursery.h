@@ -137,10 +137,6 @@ size_t   lull_nursery_size(void);
 size_t   lull_nursery_ceiling(void);
 /* The bytes the last minor copied into the aging space (promotion-age=2). */
 uint64_t lull_nursery_aged(void);
-/* Of the bytes the last minor promoted, those of objects in the aging
- * space (aged by the minor before, when it aged: policy.c measures from
- * it how much of what ages survives again). */
-uint64_t lull_nursery_promoted_aged(void);
 void     lull_nursery_resize(size_t bytes);
 
 /* A minor since the last major could not copy an object for want of a

@@ -113,9 +113,10 @@ void     lull_policy_after_major_pause(bool final, bool synchronous, uint64_t pa
 
 /* Aging (gc lock held; the rule is in policy.c): whether the next minor
  * may age its survivors in the nursery (promotion-age), and after every
- * minor what it aged and what it promoted of what the one before aged. */
+ * minor whether it could (not a major's), what had been handed out before
+ * it and what it promoted. */
 bool lull_policy_aging(void);
-void lull_policy_note_aging(uint64_t aged, uint64_t promoted_aged);
+void lull_policy_note_aging(bool may_age, uint64_t handed, uint64_t promoted);
 
 /* Sizing, at lull_init: the address range to reserve, and cfg->nursery_size
  * cut to a power of two at most an eighth of max-heap-size. */
