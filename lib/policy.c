@@ -583,11 +583,12 @@ int lull_policy_idle_major(uint64_t idle_ns, const char **reason)
  * trial; a trial that passes brings the stop back to the least.
  * Measured with promotion-age=2 (bench/run; README, Performance, "At
  * promotion-age"): GCBench's temporary trees outlive one minor but not
- * two (4% of its allocation promoted against 18%: 0.8x the time, two
- * thirds of the peak RSS); graph's nodes live on, and the game loop's
- * temporaries outlive several minors at 2 ms, and at 5 ms the shrunken
- * nursery promotes about as much as without aging (74-86% against 74%):
- * aging costs them 1.4x the time. promotion-age=2 ages always, 1 never. */
+ * two (4-5% of its allocation promoted against 15-19%: 0.5-0.9x the
+ * time); graph's nodes live on, and the game loop's temporaries outlive
+ * several minors at 2 ms, while at 5 ms the shrunken nursery promotes
+ * more than without aging (81% against 59%): aging costs them 1.4x and
+ * 1.6x the time, and auto 1.01-1.07x. promotion-age=2 ages always, 1
+ * never. */
 bool lull_policy_aging(void)
 {
     return lull_cfg.promotion_age == 2 || (lull_cfg.promotion_age == LULL_PROMOTION_AGE_AUTO && policy_g.aging_on);
