@@ -27,9 +27,6 @@
 #define CARD_NS_MAX        2000.0
 #define CARD_BUDGET_MIN    1024u  /* cards a thread may always mark between minors */
 
-/* Written with the gc lock held only. allocated_since, allowance and
- * at_mark_start are also read without it (lull_policy_runway_used): they
- * are stored with atomics (put). */
 /* Aging (promotion-age=auto): lull_policy_note_aging has the rule. */
 #define AGING_GAIN       0.5
 #define AGING_MIN_SAMPLE ((uint64_t)64 << 10)
@@ -37,6 +34,9 @@
 #define AGING_STOP_MIN   8u
 #define AGING_STOP_MAX   256u
 
+/* Written with the gc lock held only. allocated_since, allowance and
+ * at_mark_start are also read without it (lull_policy_runway_used): they
+ * are stored with atomics (put). */
 static struct {
     uint64_t allocated_since;   /* major-heap bytes handed out since the last major */
     uint64_t allowance;         /* ... that may be, before the next major */
