@@ -41,7 +41,7 @@
 #define POISON_BYTE  0xdb
 #define NO_LOG       UINT32_MAX
 #define CEMENT_SLOTS 4096u
-/* Aging (promotion-age=2): to-space is handed to tracers in chunks of at
+/* Aging (promotion-age=2 or auto): to-space is handed to tracers in chunks of at
  * most AGE_CHUNK_MAX bytes, aligned to AGE_CHUNK, whose map entry records
  * the minor that took it (to_space). */
 #define AGE_CHUNK_SHIFT 9
@@ -113,7 +113,7 @@ static struct {
     uint64_t cards;               /* dirty cards the last minor scanned */
     uint64_t kept;                /* bytes the last minor left in place, pinned */
 
-    /* Aging (promotion-age=2, nursery.h). The nursery's range is twice
+    /* Aging (promotion-age=2 or auto, nursery.h). The nursery's range is twice
      * `ceiling`; TLABs are cut below `limit` (at most `ceiling`), and the
      * free space the last rebuild found at or above it, `age_lo`, is the
      * aging space: afrags, ascending. A minor that may age copies an
@@ -776,7 +776,7 @@ static uintptr_t promote_alloc(minor_tracer *mt, size_t size, bool has_refs)
     return (uintptr_t)p;
 }
 
-/* Aging (promotion-age=2). Whether v lies in a chunk of this minor's
+/* Aging (promotion-age=2 or auto). Whether v lies in a chunk of this minor's
  * to-space: a copy made by this minor (or one a tracer is making), which
  * must not be copied again when a second slot leads to it. Read before
  * the object's header, which a copy gets last. */
@@ -1252,7 +1252,7 @@ static void add_free(range *list, size_t *n, size_t cap, uintptr_t s, uintptr_t 
 }
 
 /* Free space [s, e): below the limit, fragments TLABs are cut from;
- * beyond it, the aging space with promotion-age=2, else unused until the
+ * beyond it, the aging space with promotion-age=2 or auto, else unused until the
  * nursery grows. */
 static void add_fragment(uintptr_t s, uintptr_t e)
 {

@@ -31,7 +31,7 @@
  * survivors too, re-marks the card of every old slot that points into the
  * nursery, and cementing starts afresh.
  *
- * Aging (promotion-age=2, SGen's split nursery): the nursery's range is
+ * Aging (promotion-age=2 or auto, SGen's split nursery): the nursery's range is
  * twice nursery-size. TLABs are cut below the size the policy sets; the
  * free space above it is the aging space. A minor copies an object that
  * lies below that boundary (allocated since the last minor) into the
@@ -103,7 +103,7 @@ static inline size_t lull_object_size(uintptr_t obj, const lull_type *t)
 
 /* At lull_init, after the block space: take the nursery's blocks, `size`
  * bytes, of which TLABs are cut from at most the first `ceiling`
- * (nursery-size); the rest is the aging space (promotion-age=2). */
+ * (nursery-size); the rest is the aging space (promotion-age=2 or auto). */
 int  lull_nursery_init(size_t size, size_t ceiling);
 void lull_nursery_fini(void);
 
@@ -135,7 +135,7 @@ uint64_t lull_nursery_cards_scanned(void);
 size_t   lull_nursery_size(void);
 /* The largest size: nursery-size. */
 size_t   lull_nursery_ceiling(void);
-/* The bytes the last minor copied into the aging space (promotion-age=2). */
+/* The bytes the last minor copied into the aging space (promotion-age=2 or auto). */
 uint64_t lull_nursery_aged(void);
 void     lull_nursery_resize(size_t bytes);
 

@@ -37,7 +37,7 @@
  *   object_pinned(addr, bytes, type_name, generation)   a nursery object pinned by a minor
  *   object_promoted(from, to, bytes, type_name)         a nursery object copied
  *   object_aged(from, to, bytes, type_name)             a nursery object copied within the nursery
- *                                                       (promotion-age=2)
+ *                                                       (promotion-age=2 or auto)
  *   object_evacuated(from, to, bytes, type_name)        a synchronous major moved an object
  *   heap_grown(bytes, heap_bytes)          blocks taken from the OS
  *   heap_shrunk(bytes, heap_bytes)         blocks given back to the OS
