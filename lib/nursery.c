@@ -122,7 +122,9 @@ static struct {
      * one at or above age_lo, which survived a minor already (or was
      * allocated in a TLAB beyond a shrunk limit: promoted a minor early,
      * no harm). chunk_epoch, per AGE_CHUNK of the range: the minor that
-     * took that chunk (to_space). */
+     * took that chunk (to_space). With promotion-age=1, afrags is the
+     * spare space beyond the limit instead, which a growing nursery takes
+     * at once (lull_nursery_resize). */
     bool aging;                   /* this minor ages */
     atomic_bool aging_full;       /* this minor's to-space ran out: the rest is promoted */
     uintptr_t ceiling, age_lo;
@@ -1252,16 +1254,15 @@ static void add_free(range *list, size_t *n, size_t cap, uintptr_t s, uintptr_t 
 }
 
 /* Free space [s, e): below the limit, fragments TLABs are cut from;
- * beyond it, the aging space with promotion-age=2 or auto, else unused until the
- * nursery grows. */
+ * beyond it, afrags: the aging space with promotion-age=2 or auto, else
+ * the spare space a growing nursery takes at once (lull_nursery_resize). */
 static void add_fragment(uintptr_t s, uintptr_t e)
 {
     if (s < lull_nursery_start || e > lull_nursery_end)
         lull_fatal("lull_collect", "minor collection: fragment [%p, %p) outside the nursery", (void *)s, (void *)e);
     uintptr_t lim = nursery_g.limit;
     add_free(nursery_g.frags, &nursery_g.nfrags, nursery_g.frags_cap, s, e < lim ? e : lim);
-    if (lull_cfg.promotion_age != 1)
-        add_free(nursery_g.afrags, &nursery_g.nafrags, nursery_g.afrags_cap, s > lim ? s : lim, e);
+    add_free(nursery_g.afrags, &nursery_g.nafrags, nursery_g.afrags_cap, s > lim ? s : lim, e);
 }
 
 static void log_add(uintptr_t s, uintptr_t e)
@@ -1393,6 +1394,55 @@ uint64_t lull_nursery_aged(void)
 }
 
 
+/* With promotion-age=1, afrags holds the free space beyond the limit
+ * (spare): rebuild() puts there what it finds beyond it, a shrink what it
+ * cuts off, and a growth takes back what lies below the new limit, so
+ * that the new size holds from the next TLAB on, not from the next
+ * minor's rebuild. (A nursery grown only there was filled at its old size
+ * first, and the idle rule, reading the new size, let such a minor come
+ * in the middle of the program's next unit of work: policy.c.) Both lists
+ * stay ascending: what a shrink cuts off lies below every spare range,
+ * what a growth takes back above every fragment. With aging, afrags is
+ * the aging space, and growth waits for the next rebuild: space taken
+ * from it would lie at or above age_lo, and its objects would be promoted
+ * at their first minor. */
+static void spare_shrink(size_t from, range tail)
+{
+    size_t cut = (tail.end > tail.start) + (nursery_g.nfrags - from);
+    size_t keep = nursery_g.nafrags - nursery_g.afrag_cur;
+    if (!cut)
+        return;
+    if (cut + keep > nursery_g.afrags_cap)
+        lull_fatal("lull_collect", "nursery resize: fragment table full");
+    memmove(&nursery_g.afrags[cut], &nursery_g.afrags[nursery_g.afrag_cur], keep * sizeof *nursery_g.afrags);
+    size_t k = 0;
+    if (tail.end > tail.start)
+        nursery_g.afrags[k++] = tail;
+    memcpy(&nursery_g.afrags[k], &nursery_g.frags[from], (nursery_g.nfrags - from) * sizeof *nursery_g.afrags);
+    nursery_g.afrag_cur = 0;
+    nursery_g.nafrags = cut + keep;
+}
+
+static void spare_grow(uintptr_t limit)
+{
+    while (nursery_g.afrag_cur < nursery_g.nafrags) {
+        range *f = &nursery_g.afrags[nursery_g.afrag_cur];
+        uintptr_t e = f->end + TLAB_GAP;        /* the free range's end (add_free stored e - TLAB_GAP) */
+        if (f->start >= limit)
+            break;
+        if (e <= limit) {
+            add_free(nursery_g.frags, &nursery_g.nfrags, nursery_g.frags_cap, f->start, e);
+            nursery_g.afrag_cur++;
+            continue;
+        }
+        add_free(nursery_g.frags, &nursery_g.nfrags, nursery_g.frags_cap, f->start, limit);
+        f->start = limit;
+        if (f->start >= f->end)
+            nursery_g.afrag_cur++;
+        break;
+    }
+}
+
 void lull_nursery_resize(size_t bytes)
 {
     bytes &= ~(LULL_TLAB_SIZE - 1);
@@ -1401,21 +1451,31 @@ void lull_nursery_resize(size_t bytes)
     if (bytes > lull_nursery_ceiling())
         bytes = lull_nursery_ceiling();
     uintptr_t limit = lull_nursery_start + bytes;
+    bool spare = lull_cfg.promotion_age == 1;
     if (limit < nursery_g.limit) {
         /* Shrink now: the fragments beyond the limit are dropped (their
-         * memory is not logged, so nothing walks it). */
+         * memory is not logged, so nothing walks it), or kept as spare. */
         size_t n = nursery_g.nfrags;
         while (n > nursery_g.frag_cur && nursery_g.frags[n - 1].start >= limit - TLAB_GAP)
             n--;
-        if (n > nursery_g.frag_cur && nursery_g.frags[n - 1].end > limit - TLAB_GAP)
+        range tail = { 0, 0 };
+        if (n > nursery_g.frag_cur && nursery_g.frags[n - 1].end > limit - TLAB_GAP) {
+            if (nursery_g.frags[n - 1].end > limit)
+                tail = (range){ limit, nursery_g.frags[n - 1].end };
             nursery_g.frags[n - 1].end = limit - TLAB_GAP;
+        }
+        if (spare)
+            spare_shrink(n, tail);
         nursery_g.nfrags = n;
         if (nursery_g.frag_cur < n && nursery_g.frags[nursery_g.frag_cur].start >= nursery_g.frags[nursery_g.frag_cur].end)
             nursery_g.frag_cur++;
+    } else if (limit > nursery_g.limit && spare) {
+        spare_grow(limit);
     }
     if (limit != nursery_g.limit)
         LULL_PROBE2(nursery_resized, nursery_g.limit - lull_nursery_start, bytes);
-    /* Growth takes effect when the next minor rebuilds the fragments. */
+    /* With aging, growth takes effect when the next minor rebuilds the
+     * fragments. */
     __atomic_store_n(&nursery_g.limit, limit, __ATOMIC_RELAXED);
 }
 

@@ -15,7 +15,12 @@
  *    in place after it is no longer pinned (it is a root until the next
  *    major), and moves after a major;
  *  - statistics count minors and their pauses apart from majors;
- *  - four threads allocating lists concurrently with minors lose nothing.
+ *  - four threads allocating lists concurrently with minors lose nothing;
+ *  - a nursery that grows (lull_set_pause_target) hands out its new room
+ *    at once, also right after a shrink, not from the next minor on; what
+ *    was allocated there survives the minor; objects pinned beyond the
+ *    shrunk size are left alone when it grows past them again
+ *    (LULL_GC_DEBUG=verify-nursery unless set).
  *
  * (LULL_GC_DEBUG=check-cards catching a store without lull_store is in
  * debug_checks, with the other debug checks.)
@@ -283,6 +288,111 @@ static void test_threads(void)
         pthread_join(t[i], NULL);
 }
 
+/* ---- growth takes effect at once --------------------------------------- */
+
+#define GROW_NODES 6144         /* 384 KiB of 64-byte nodes: 1.5x a 256 KiB nursery */
+static struct tnode *grow_lists[2];
+
+/* The nursery is at its 256 KiB floor; a target of 10 s doubles it (one
+ * doubling per resize). Then 384 KiB are allocated without a minor. */
+static void grow_once(int k, const char *what)
+{
+    lull_stats a = get_stats();
+    CHECK(a.nursery_bytes == 256 << 10, "%s: the nursery is %" PRIu64 " KiB, not the 256 KiB floor", what,
+          a.nursery_bytes >> 10);
+    CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MAX_NS) == 0, "10 s refused");
+    CHECK(get_stats().nursery_bytes == 512 << 10, "%s: a 10 s target made the nursery %" PRIu64 " KiB, not 512",
+          what, get_stats().nursery_bytes >> 10);
+    grow_lists[k] = list_build((uint64_t)k << 32, GROW_NODES);
+    lull_stats b = get_stats();
+    CHECK(b.collections_minor == a.collections_minor, "%s: %" PRIu64 " minors in 384 KiB after the nursery grew "
+          "from 256 to 512 KiB: it grew only at the next minor", what, b.collections_minor - a.collections_minor);
+}
+
+static void test_grow(void)
+{
+    setenv("LULL_GC_DEBUG", "verify-nursery", 0);
+    const char *params = "nursery-size=4m,pause-target=100us,promotion-age=1";
+    CHECK(lull_init(params) == 0, "lull_init(%s)", params);
+    CHECK(lull_root_add_refs((void **)grow_lists, 2) == 0, "lull_root_add_refs");
+    /* From lull_init's nursery: its start was cut to the floor. */
+    grow_once(0, "after lull_init");
+    minor();
+    list_verify(grow_lists[0], 0, GROW_NODES, "allocated in the grown nursery, after a minor");
+    /* Shrunk and grown again between two minors. */
+    CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MIN_NS) == 0, "100 us refused");
+    grow_once(1, "shrunk after a minor");
+    minor();
+    list_verify(grow_lists[0], 0, GROW_NODES, "the first list, after the second minor");
+    list_verify(grow_lists[1], (uint64_t)1 << 32, GROW_NODES, "allocated after a shrink and a growth, after a minor");
+    lull_collect(LULL_GEN_MAJOR);
+    list_verify(grow_lists[0], 0, GROW_NODES, "the first list, after a major");
+    list_verify(grow_lists[1], (uint64_t)1 << 32, GROW_NODES, "the second list, after a major");
+    lull_root_remove((void *)grow_lists);
+    lull_shutdown();
+}
+
+/* Objects pinned every 256 KiB of a 4 MiB nursery; a minor (they stay,
+ * the rest dies); the nursery shrunk (a 100 us target) and grown again (10
+ * s: twice the shrunk size); more than the shrunk size allocated in the
+ * room between the pinned objects, which must be intact. */
+#define GROW_PINS 14
+static void *grow_pins[GROW_PINS];      /* a conservative root range */
+
+static void test_grow_pinned(void)
+{
+    const char *params = "nursery-size=4m,pause-target=10s,promotion-age=1";
+    CHECK(lull_init(params) == 0, "lull_init(%s)", params);
+    CHECK(lull_root_add(grow_pins, sizeof grow_pins) == 0, "lull_root_add");
+    CHECK(lull_root_add_refs((void **)grow_lists, 2) == 0, "lull_root_add_refs");
+    CHECK(get_stats().nursery_bytes == 4 << 20, "a 10 s target left a %" PRIu64 " KiB nursery, not 4 MiB",
+          get_stats().nursery_bytes >> 10);
+    for (uint64_t i = 0, k = 0; k < GROW_PINS; i++) {
+        struct tnode *n = tnode_new(i);
+        if (i % 4096 == 2048)                   /* every 256 KiB of 64-byte nodes, from 128 KiB on */
+            grow_pins[k++] = n;
+    }
+    clobber_stack();
+    minor();
+    CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MIN_NS) == 0, "100 us refused");
+    uint64_t shrunk = get_stats().nursery_bytes;
+    CHECK(lull_set_pause_target(LULL_PAUSE_TARGET_MAX_NS) == 0, "10 s refused");
+    uint64_t grown = get_stats().nursery_bytes;
+    uintptr_t start = (uintptr_t)grow_pins[0] - 128 * 1024 - 2 * sizeof(struct tnode);   /* about */
+    unsigned between = 0;
+    for (uint64_t k = 0; k < GROW_PINS; k++)
+        between += (uintptr_t)grow_pins[k] >= start + shrunk && (uintptr_t)grow_pins[k] < start + grown;
+    printf("nursery: shrunk to %" PRIu64 " KiB, grown to %" PRIu64 " KiB, %u pinned objects in between\n",
+           shrunk >> 10, grown >> 10, between);
+    CHECK(shrunk < grown && between > 0, "no pinned object between the shrunk size (%" PRIu64 " KiB) and the "
+          "grown one (%" PRIu64 " KiB)", shrunk >> 10, grown >> 10);
+    size_t nodes = (size_t)((shrunk + grown) / 2 / sizeof(struct tnode));
+    uint64_t minors = get_stats().collections_minor;
+    grow_lists[0] = list_build(0, nodes);
+    CHECK(get_stats().collections_minor == minors, "a minor in %zu KiB of a nursery grown from %" PRIu64 " to %"
+          PRIu64 " KiB", nodes * sizeof(struct tnode) >> 10, shrunk >> 10, grown >> 10);
+    for (uint64_t k = 0; k < GROW_PINS; k++)
+        CHECK(tnode_ok(grow_pins[k], k * 4096 + 2048), "pinned node %" PRIu64 " (at %p) was overwritten after "
+              "the nursery grew", k, grow_pins[k]);
+    minor();
+    list_verify(grow_lists[0], 0, nodes, "allocated between pinned objects, after a minor");
+    for (uint64_t k = 0; k < GROW_PINS; k++)
+        CHECK(tnode_ok(grow_pins[k], k * 4096 + 2048), "pinned node %" PRIu64 " after the minor", k);
+    memset(grow_pins, 0, sizeof grow_pins);
+    grow_lists[0] = NULL;
+    lull_root_remove(grow_pins);
+    lull_root_remove((void *)grow_lists);
+    lull_shutdown();
+}
+
+/* promotion-age=2 or auto in LULL_GC_PARAMS would override the tests'
+ * promotion-age=1: growth then waits for the next minor, by design. */
+static bool aging_set(void)
+{
+    const char *p = getenv("LULL_GC_PARAMS");
+    return p && strstr(p, "promotion-age=") && !strstr(p, "promotion-age=1");
+}
+
 int main(void)
 {
     CHECK(lull_init(NULL) == 0, "lull_init");
@@ -301,6 +411,12 @@ int main(void)
     CHECK(b.pause_minor_max_ns > 0 && b.pause_minor_p50_ns <= b.pause_minor_p99_ns &&
           b.pause_minor_p99_ns <= b.pause_minor_max_ns, "minor pause percentiles out of order");
     lull_shutdown();
+    if (aging_set()) {
+        printf("nursery: growth checks skipped: LULL_GC_PARAMS sets aging, and growth then waits for a minor\n");
+    } else {
+        test_grow();
+        test_grow_pinned();
+    }
     printf("nursery: ok (%" PRIu64 " minors, %" PRIu64 " majors)\n", b.collections_minor, b.collections_major);
     return 0;
 }
