@@ -309,23 +309,30 @@ static size_t size_for_target(void)
                     (double)policy_g.target_ns / 1e6, floor >> 10,
                     (policy_g.fixed_ns + per_byte * (double)floor) / 1e6, policy_g.fixed_ns / 1e6, per_byte);
         policy_g.said_unreachable = true;
-        return floor;
+        n = (double)floor;
     }
+    double grow = 2.0 * (double)lull_nursery_size();
+    if (n > grow)
+        n = grow;
     /* A program that calls lull_idle between its units of work: while the
      * minors run there fit the idle time it gives, the nursery holds at
      * least a unit's allocation and a quarter, so that no minor need come
      * in the middle of a unit (lull_policy_idle_minor), even where the
-     * target alone would make it smaller: those minors are in time the
-     * program said it had nothing to do, and they cost what a unit
-     * dirtied and kept, whatever the nursery's size (the per-byte model
-     * above does not describe them). A minor in the middle of a unit
-     * that allocates more than usual may then take longer than the
-     * target. */
+     * target alone would make it smaller, or cannot be met at all: those
+     * minors are in time the program said it had nothing to do, and they
+     * cost what a unit dirtied and kept, whatever the nursery's size (the
+     * per-byte model above does not describe them). A minor in the middle
+     * of a unit that allocates more than usual may then take longer than
+     * the target. The doubling limit does not hold back this size: the
+     * unit's allocation is measured, not guessed, and when the rule comes
+     * back (calls resume after units too long to leave idle time, which
+     * turned it off and let the target shrink the nursery) a nursery
+     * growing one doubling per minor would be filled in the middle of the
+     * next units, each such minor promoting a unit's temporaries (the game
+     * loop at 2 ms after a slow spell of the VM: 632 KiB for 1.3 MiB
+     * frames, two or three minors in mid-frame before the size was back). */
     if (idle_minors_rule() && n < 1.25 * policy_g.idle_period)
         n = 1.25 * policy_g.idle_period;
-    double grow = 2.0 * (double)lull_nursery_size();
-    if (n > grow)
-        n = grow;
     return n > (double)ceiling ? ceiling : (size_t)n;
 }
 

@@ -12,7 +12,11 @@
  *    and a small share of the frames' allocation is promoted; the same
  *    frames without the calls promote several times that share (each minor
  *    comes in the middle of a frame and promotes its temporaries so far);
- *  - what the frames keep (a list grown by every frame) is intact.
+ *  - what the frames keep (a list grown by every frame) is intact;
+ *  - calls that resume after frames without them (a game's frames too long
+ *    to leave idle time) size the nursery for a frame at the first minor
+ *    they run, even where the pause target alone keeps it at its floor:
+ *    from then on every minor runs in idle time, none in mid-frame.
  *
  *   test_idle [params]   (LULL_GC_PARAMS for both runs; default below)
  */
@@ -42,10 +46,10 @@ static NOINLINE void frame(uint64_t f)
     memset(scratch, 0, sizeof scratch);     /* the frame's end: its temporaries are dead */
 }
 
-static NOINLINE void verify_kept(void)
+static NOINLINE void verify_kept(uint64_t frames)
 {
     const struct tnode *n = kept;
-    for (uint64_t id = (uint64_t)FRAMES * KEEP; id-- > 0; n = n->next)
+    for (uint64_t id = frames * KEEP; id-- > 0; n = n->next)
         CHECK(tnode_ok(n, id), "kept node %" PRIu64 " is wrong or missing", id);
     CHECK(n == NULL, "the kept list is longer than what the frames kept");
 }
@@ -69,7 +73,7 @@ static double run(const char *params, bool call_idle, uint64_t *idle, uint64_t *
         }
     }
     lull_stats b = get_stats();
-    verify_kept();
+    verify_kept(FRAMES);
     *idle = b.minors_idle - a.minors_idle;
     *minors = b.collections_minor - a.collections_minor;
     double share = (double)(b.bytes_promoted - a.bytes_promoted) / (double)(b.bytes_allocated - a.bytes_allocated);
@@ -103,12 +107,62 @@ static void edges(const char *params)
     lull_shutdown();
 }
 
+/* Frames without calls at a pause target no minor can meet (the nursery
+ * at its 256 KiB floor, below a frame's 1.5 MiB), then with them. */
+#define RESUME_QUIET  4
+#define RESUME_FRAMES 10
+static void resume(void)
+{
+    const char *params = "nursery-size=4m,pause-target=100us";
+    CHECK(lull_init(params) == 0, "lull_init(%s) failed", params);
+    CHECK(lull_root_add_refs((void **)scratch, TEMPS) == 0, "lull_root_add_refs(scratch) failed");
+    CHECK(lull_root_add_refs((void **)&kept, 1) == 0, "lull_root_add_refs(kept) failed");
+    kept = NULL;
+    uint64_t f = 0;
+    for (; f < RESUME_QUIET; f++)
+        frame(f);
+    lull_stats s = get_stats();
+    CHECK(s.nursery_bytes < (uint64_t)TEMPS * TEMP_BYTES, "frames without calls at a 100 us target left a %" PRIu64
+          " KiB nursery: this test needs one smaller than a frame", s.nursery_bytes >> 10);
+    /* The calls resume; the first only starts the count of allocation
+     * between calls, the second runs the first idle minor. */
+    while (get_stats().minors_idle == s.minors_idle) {
+        CHECK(f < RESUME_QUIET + 3, "no minor ran in idle time in the first three frames with calls");
+        frame(f++);
+        int r = lull_idle(1000000000ull);
+        CHECK(r == 0 || r == 1, "lull_idle returned %d", r);
+    }
+    lull_stats a = get_stats();
+    printf("idle: calls resumed: after the first minor in idle time (frame %" PRIu64 ") the nursery is %" PRIu64
+           " KiB, a frame allocates %zu KiB\n", f - 1, a.nursery_bytes >> 10, ((size_t)TEMPS * TEMP_BYTES) >> 10);
+    CHECK(a.nursery_bytes >= (uint64_t)TEMPS * TEMP_BYTES, "the first minor in idle time after the calls resumed "
+          "left a %" PRIu64 " KiB nursery, smaller than a frame's allocation", a.nursery_bytes >> 10);
+    for (uint64_t i = 0; i < RESUME_FRAMES; i++, f++) {
+        frame(f);
+        int r = lull_idle(1000000000ull);
+        CHECK(r == 0 || r == 1, "lull_idle returned %d", r);
+    }
+    lull_stats b = get_stats();
+    uint64_t minors = b.collections_minor - a.collections_minor, idle = b.minors_idle - a.minors_idle;
+    printf("idle: calls resumed: %d frames after it, %" PRIu64 " minors, %" PRIu64 " in idle time\n", RESUME_FRAMES,
+           minors, idle);
+    CHECK(minors == idle, "%" PRIu64 " of %" PRIu64 " minors in the %d frames after the calls resumed ran in "
+          "mid-frame", minors - idle, minors, RESUME_FRAMES);
+    CHECK(idle >= RESUME_FRAMES - 1, "only %" PRIu64 " minors in idle time in %d frames", idle, RESUME_FRAMES);
+    verify_kept(f);
+    kept = NULL;
+    lull_root_remove((void *)&kept);
+    lull_root_remove((void *)scratch);
+    lull_shutdown();
+}
+
 int main(int argc, char **argv)
 {
     /* The nursery a little more than a frame; a pause target high enough
      * that the policy keeps it there. */
     const char *params = argc > 1 ? argv[1] : "nursery-size=2m,pause-target=1s";
     edges(params);
+    resume();
     uint64_t idle_w, minors_w, idle_wo, minors_wo;
     double with = run(params, true, &idle_w, &minors_w);
     clobber_stack();
