@@ -24,7 +24,10 @@
  * burst thread wakes a helper that calls
  * lull_collect and right away starts a burst of workers, so threads are
  * created and attach while the world is being stopped; a collector thread
- * forces collections at random. The main thread verifies the whole table
+ * forces collections at random, and now and then sets a pause target
+ * between 100 us and 12.8 ms (lull_set_pause_target), so that with a
+ * nursery-size above the 256 KiB floor the nursery shrinks and grows
+ * while the workers allocate (a growth hands out the new room at once). The main thread verifies the whole table
  * every 100 ms.
  *
  * What is checked. Every published chain is immutable: its objects carry
@@ -75,7 +78,7 @@ static int stop;                               /* atomic */
 static uint64_t published, retired_verified, chains_read, objects_made;
 static uint64_t spawned, finished, live_workers, kind_count[5], reattached, exit_attached;
 static uint64_t pthread_exits, burst_workers, attached_during_collect, bursts;
-static uint64_t forced_collections, helper_collections;
+static uint64_t forced_collections, helper_collections, targets_set;
 static int helper_collecting;                  /* atomic: helper is inside lull_collect */
 
 enum kind {
@@ -457,6 +460,13 @@ static void *collector_main(void *arg)
     stress_rng r = stress_rng_for(6);
     while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
         stress_sleep_ns(stress_range(&r, 0, 10000) * 1000ull);
+        if (stress_chance(&r, 25)) {
+            uint64_t ns = (uint64_t)100000 << stress_below(&r, 8);     /* 100 us .. 12.8 ms */
+            if (lull_set_pause_target(ns) != 0)
+                stress_fail("collector: lull_set_pause_target(%" PRIu64 ") failed", ns);
+            stress_add_u64(&targets_set, 1);
+            continue;
+        }
         lull_collect(stress_chance(&r, 50) ? LULL_GEN_NURSERY : LULL_GEN_MAJOR);
         stress_add_u64(&forced_collections, 1);
     }
@@ -595,10 +605,10 @@ int main(int argc, char **argv)
            " (%" PRIu64 " threads, %" PRIu64 " attached while a collection was under way); chains published %"
            PRIu64 " all verified (%" PRIu64 " on retirement, %zu at the end), %" PRIu64 " read by workers, "
            "objects %" PRIu64 "; collections %" PRIu64 " (forced %" PRIu64 "+%" PRIu64 ", %" PRIu64
-           " minors in idle time), pauses %" PRIu64 " max %.0f us\n",
+           " minors in idle time), pause targets set %" PRIu64 ", pauses %" PRIu64 " max %.0f us\n",
            joined, exit_attached, pthread_exits, reattached, bursts, burst_workers, attached_during_collect, published,
            retired_verified, after, chains_read, objects_made, s.collections_major + s.collections_minor,
-           forced_collections, helper_collections, s.minors_idle, s.pauses, s.pause_max_ns / 1e3);
+           forced_collections, helper_collections, s.minors_idle, targets_set, s.pauses, s.pause_max_ns / 1e3);
 
     lull_root_remove((void **)&table);
     lull_shutdown();
