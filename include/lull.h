@@ -416,7 +416,10 @@ bool lull_set_allow_synchronous_major(bool allow);
  * nursery byte of copying survivors and scanning dirty cards), between
  * 256 KiB and nursery-size, so that the next minor is predicted to take
  * `ns`; until a minor has measured them, a nursery byte is taken to cost
- * 1.4 ns, so the first nursery is at most target / 1.4 ns. Returns 0, or
+ * 1.4 ns, so the first nursery is at most target / 1.4 ns. A call that
+ * changes the size does so at once (growing at most twofold): a smaller
+ * nursery from the next TLAB handed out, a larger one too with
+ * promotion-age=1 (with aging, from the next minor). Returns 0, or
  * -EINVAL for a value outside [LULL_PAUSE_TARGET_MIN_NS,
  * LULL_PAUSE_TARGET_MAX_NS]: below 100 us, stopping the threads alone takes
  * longer; above 10 s, nothing is aimed at. Misuse before lull_init (abort). */
