@@ -331,8 +331,8 @@ static size_t size_for_target(void)
      * next units, each such minor promoting a unit's temporaries (the game
      * loop at 2 ms after a slow spell of the VM: 632 KiB for 1.3 MiB
      * frames). With this and the nursery's growth at once, bench/gameloop
-     * --idle --scale 0.5 ran about half as many minors in mid-frame
-     * (README, Performance, "At 3a79ef9"). */
+     * --idle --scale 0.5 ran a third to a quarter as many minors in
+     * mid-frame during play (README, Performance, "At 3a79ef9"). */
     if (idle_minors_rule() && n < 1.25 * policy_g.idle_period)
         n = 1.25 * policy_g.idle_period;
     return n > (double)ceiling ? ceiling : (size_t)n;
