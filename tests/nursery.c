@@ -340,6 +340,13 @@ static void test_grow(void)
 #define GROW_PINS 14
 static void *grow_pins[GROW_PINS];      /* a conservative root range */
 
+static void pins_intact(const char *when)
+{
+    for (uint64_t k = 0; k < GROW_PINS; k++)
+        CHECK(tnode_ok(grow_pins[k], k * 4096 + 2048), "pinned node %" PRIu64 " (at %p) was overwritten %s", k,
+              grow_pins[k], when);
+}
+
 static void test_grow_pinned(void)
 {
     const char *params = "nursery-size=4m,pause-target=10s,promotion-age=1";
@@ -380,13 +387,10 @@ static void test_grow_pinned(void)
     grow_lists[0] = list_build(0, nodes);
     CHECK(get_stats().collections_minor == minors, "a minor in %zu KiB of a nursery grown from %" PRIu64 " to %"
           PRIu64 " KiB", nodes * sizeof(struct tnode) >> 10, shrunk >> 10, grown >> 10);
-    for (uint64_t k = 0; k < GROW_PINS; k++)
-        CHECK(tnode_ok(grow_pins[k], k * 4096 + 2048), "pinned node %" PRIu64 " (at %p) was overwritten after "
-              "the nursery grew", k, grow_pins[k]);
+    pins_intact("after the nursery grew");
     minor();
     list_verify(grow_lists[0], 0, nodes, "allocated between pinned objects, after a minor");
-    for (uint64_t k = 0; k < GROW_PINS; k++)
-        CHECK(tnode_ok(grow_pins[k], k * 4096 + 2048), "pinned node %" PRIu64 " after the minor", k);
+    pins_intact("after the minor");
     memset(grow_pins, 0, sizeof grow_pins);
     grow_lists[0] = NULL;
     lull_root_remove(grow_pins);
