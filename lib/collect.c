@@ -732,7 +732,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
                     (double)stop_bg_ns / 1e6, (double)lull_mark_deferred_young_bytes() / 1024.0);
         } else
             fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers), aged %.1f KiB%s, of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu dirty cards, copying %.3f ms, "
+                    "workers), aged %.1f KiB%s, of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu dirty cards (%llu holding young references), copying %.3f ms, "
                     "background job stopped in %.3f ms; nursery %zu KiB -> %zu KiB, next predicted %.3f ms; a card %.1f ns, "
                     "%u cards per thread until a minor%s\n",
                     (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6, (double)promoted / 1024.0,
@@ -741,7 +741,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
                         ? " (the next minor ages nothing: aging has not halved what minors promote)" : "",
                     (double)handed / 1024.0,
                     (double)lull_nursery_large_freed() / 1024.0, (unsigned long long)lull_nursery_cards_scanned(),
-                    (double)lull_nursery_trace_ns() / 1e6,
+                    (unsigned long long)lull_nursery_cards_young(), (double)lull_nursery_trace_ns() / 1e6,
                     (double)stop_bg_ns / 1e6, nursery_before >> 10,
                     lull_nursery_size() >> 10, lull_policy_predicted_minor_ns() / 1e6, lull_policy_card_ns(),
                     lull_policy_card_budget(), marking ? " (a concurrent mark runs)" : "");

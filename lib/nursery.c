@@ -88,6 +88,8 @@ typedef struct minor_tracer {
     uintptr_t age_start, age_next, age_end;   /* its to-space chunk: [start, next) holds copies */
     lull_tracer mark_tr;        /* while a concurrent mark runs: what this tracer greys for it */
     uint64_t cards;             /* dirty cards it scanned */
+    uint64_t cards_young;       /* of those, the ones a slot of which held a young reference */
+    bool saw_young;             /* forward_old_slot met a young reference (since scan_card cleared it) */
 } minor_tracer;
 
 /* The nursery's state: one instance (nursery_g), written by the thread
@@ -111,6 +113,7 @@ static struct {
     uint64_t large_freed;         /* young large objects the last minor freed, bytes */
     bool may_age;                 /* this minor's: young large objects it reaches may stay young */
     uint64_t cards;               /* dirty cards the last minor scanned */
+    uint64_t cards_young;         /* of those, the ones that held a young reference (the log) */
     uint64_t kept;                /* bytes the last minor left in place, pinned */
 
     /* Aging (promotion-age=2 or auto, nursery.h). The nursery's range is twice
@@ -987,11 +990,13 @@ static void forward_old_slot(void **slotp, void *ctx)
         uintptr_t large = lull_young_large_at(v);
         if (!large)
             return;
+        ((minor_tracer *)ctx)->saw_young = true;
         reach_large(((minor_tracer *)ctx)->tr, large);
         /* The object may stay young: remember this old slot (heap.h). */
         set_card(slot);
         return;
     }
+    ((minor_tracer *)ctx)->saw_young = true;
     uintptr_t n = forward(ctx, v, slot);
     __atomic_store_n(slot, n, __ATOMIC_RELEASE);
     if (lull_in_nursery(n))
@@ -1069,8 +1074,10 @@ static void scan_young_large(minor_tracer *mt, uintptr_t obj)
             continue;
         __atomic_store_n(&cards[c], LULL_CARD_CLEAN, __ATOMIC_RELAXED);
         mt->cards++;
+        mt->saw_young = false;
         uintptr_t lo = lull_heap_g.start + (c << LULL_CARD_SHIFT);
         each_slot_in(obj, lo, lo + ((uintptr_t)1 << LULL_CARD_SHIFT), forward_old_slot, mt);
+        mt->cards_young += mt->saw_young;
     }
     if (lull_marking() && !lull_los_stays_young(obj, nursery_g.may_age))
         lull_mark_grey_made_old(&mt->mark_tr, obj);
@@ -1161,12 +1168,14 @@ static void scan_card(minor_tracer *mt, card_work w, size_t c)
     if (!__atomic_load_n(card, __ATOMIC_RELAXED))
         return;
     mt->cards++;
+    mt->saw_young = false;
     __atomic_store_n(card, LULL_CARD_CLEAN, __ATOMIC_RELAXED);
     uintptr_t lo = lull_block_addr(w.block) + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
     if (w.size_class != UINT32_MAX)
         scan_small_card(mt, w.block, w.size_class, lo, hi);
     else
         each_slot_in(w.large, lo, hi, forward_old_slot, mt);
+    mt->cards_young += mt->saw_young;
 }
 
 /* Scan the marked cards of the work list's blocks. Tracers claim
@@ -1372,6 +1381,11 @@ uint64_t lull_nursery_cards_scanned(void)
     return nursery_g.cards;
 }
 
+uint64_t lull_nursery_cards_young(void)
+{
+    return nursery_g.cards_young;
+}
+
 uint64_t lull_nursery_trace_ns(void)
 {
     return nursery_g.trace_ns;
@@ -1523,7 +1537,7 @@ uint64_t lull_nursery_collect(bool may_age)
     nursery_g.parallel = ntracers > 1;
     for (unsigned i = 0; i < ntracers; i++) {
         minor_tracer *m = &nursery_g.mt[i];
-        m->promoted = m->cards = m->aged = 0;
+        m->promoted = m->cards = m->cards_young = m->aged = 0;
         m->age_start = m->age_next = m->age_end = 0;
     }
     minor_tracer *self = &nursery_g.mt[0];
@@ -1626,10 +1640,11 @@ uint64_t lull_nursery_collect(bool may_age)
     nursery_g.aging = false;
     LULL_TL(LULL_TL_MINOR_REBUILD, t_rebuild, lull_now_ns() - t_rebuild, 0, 0, 0, NULL);
     uint64_t promoted = 0, unused = 0;
-    nursery_g.cards = 0;
+    nursery_g.cards = nursery_g.cards_young = 0;
     for (unsigned i = 0; i < ntracers; i++) {
         promoted += nursery_g.mt[i].promoted;
         nursery_g.cards += nursery_g.mt[i].cards;
+        nursery_g.cards_young += nursery_g.mt[i].cards_young;
         unused += lull_major_drop_caches(&nursery_g.mt[i].promo);
         lull_mark_adopt_from_minor(&nursery_g.mt[i].mark_tr);
     }

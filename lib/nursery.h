@@ -123,15 +123,18 @@ uint64_t lull_nursery_promoted_by_workers(void);
 /* For the pause target (policy.c, gc lock held): the bytes handed out in
  * TLABs since the last minor (read before it), the last minor's copying
  * phase in ns (after it), the size TLABs are cut from, and a new size
- * (rounded down to TLABs, within [one TLAB, nursery-size]): a smaller one
- * takes effect at once, a larger one when the next minor rebuilds the
- * free space. */
+ * (rounded down to TLABs, within [one TLAB, nursery-size]; when it takes
+ * effect: lull_nursery_resize). */
 uint64_t lull_nursery_handed(void);
 /* The bytes of young large objects the last minor freed (heap.h). */
 uint64_t lull_nursery_large_freed(void);
 uint64_t lull_nursery_trace_ns(void);
-/* The dirty cards the last minor scanned (for the log). */
+/* The dirty cards the last minor scanned (for the log), and how many of
+ * them held a reference into the nursery or to a young large object when
+ * it scanned them: the rest were dirtied by a store whose slot was
+ * overwritten since, the cards a clean between minors could drop. */
 uint64_t lull_nursery_cards_scanned(void);
+uint64_t lull_nursery_cards_young(void);
 size_t   lull_nursery_size(void);
 /* The largest size: nursery-size. */
 size_t   lull_nursery_ceiling(void);

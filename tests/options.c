@@ -385,6 +385,62 @@ static void test_log(void)
     printf("options: LULL_GC_DEBUG=log: one line per collection\n");
 }
 
+/* The minor's log line counts the dirty cards it scanned and, of those,
+ * the ones that still held a young reference: old objects of 128 bytes
+ * or more (so each one's reference is on a card of its own) are given a
+ * young object each, then some of them lose it again before the minor. */
+#define HOLDERS 40
+#define HOLDERS_CLEARED 15
+struct holder {
+    lull_header h;
+    void *ref;
+    char pad[128 - sizeof(lull_header) - sizeof(void *)];
+};
+static const lull_type holder_type = {
+    .name = "card-holder",
+    .size = sizeof(struct holder),
+    .refs = LULL_REF(struct holder, ref),
+};
+static struct holder *holders[HOLDERS];
+
+/* In a thread of its own (run_in_fresh_thread), so that no word on a
+ * stack pins a holder in the nursery: they are precise roots only. */
+static void alloc_holders(void)
+{
+    for (int i = 0; i < HOLDERS; i++)
+        CHECK((holders[i] = lull_alloc(&holder_type)) != NULL, "lull_alloc failed");
+}
+
+static void test_log_cards(void)
+{
+    setenv("LULL_GC_DEBUG", "log", 1);
+    init_or_die(NULL);
+    unsetenv("LULL_GC_DEBUG");
+    CHECK(lull_root_add_refs((void **)holders, HOLDERS) == 0, "lull_root_add_refs failed");
+    run_in_fresh_thread(alloc_holders);
+    clobber_stack();
+    capture_begin();
+    lull_collect(LULL_GEN_NURSERY);         /* the holders are old now */
+    for (int i = 0; i < HOLDERS; i++)
+        lull_store(holders[i], &holders[i]->ref, lull_alloc(&tnode_type));
+    for (int i = 0; i < HOLDERS_CLEARED; i++)
+        lull_store(holders[i], &holders[i]->ref, NULL);
+    lull_collect(LULL_GEN_NURSERY);
+    const char *out = capture_end();
+    for (int i = HOLDERS_CLEARED; i < HOLDERS; i++)
+        CHECK(holders[i]->ref && lull_type_of(holders[i]->ref) == &tnode_type,
+              "holder %d lost its young object", i);
+    lull_shutdown();
+    char want[96];
+    snprintf(want, sizeof want, ", %d dirty cards (%d holding young references), ", HOLDERS,
+             HOLDERS - HOLDERS_CLEARED);
+    const char *second = strstr(out, "lull: collection 2 (minor, explicit)");
+    CHECK(second && strstr(second, want), "LULL_GC_DEBUG=log: the second minor's line should say \"%s\": \"%s\"",
+          want, out);
+    printf("options: LULL_GC_DEBUG=log: %d dirty cards, %d of them holding young references\n", HOLDERS,
+           HOLDERS - HOLDERS_CLEARED);
+}
+
 #define EVERY 50
 #define ALLOCS (EVERY * 100)
 
@@ -515,6 +571,7 @@ int main(void)
     test_not_yet();
     test_major();
     test_log();
+    test_log_cards();
     test_collect_every();
     test_mark_stack_limit();
     test_fail_mmap();
