@@ -419,26 +419,40 @@ static void test_log_cards(void)
     CHECK(lull_root_add_refs((void **)holders, HOLDERS) == 0, "lull_root_add_refs failed");
     run_in_fresh_thread(alloc_holders);
     clobber_stack();
-    capture_begin();
-    lull_collect(LULL_GEN_NURSERY);         /* the holders are old now */
+    /* Where each one was, disguised: a word on the stack would pin it. */
+    uintptr_t before[HOLDERS];
     for (int i = 0; i < HOLDERS; i++)
+        before[i] = ~(uintptr_t)holders[i];
+    capture_begin();
+    lull_collect(LULL_GEN_NURSERY);
+    /* The holders the minor moved are old now. One a stale word still
+     * pinned stays in the nursery (clang's build left one so), and its
+     * card is none a minor scans: it is left out of the count. */
+    int old = 0, young = 0;
+    for (int i = 0; i < HOLDERS; i++) {
+        bool moved = ~(uintptr_t)holders[i] != before[i];
         lull_store(holders[i], &holders[i]->ref, lull_alloc(&tnode_type));
-    for (int i = 0; i < HOLDERS_CLEARED; i++)
-        lull_store(holders[i], &holders[i]->ref, NULL);
+        if (i < HOLDERS_CLEARED)
+            lull_store(holders[i], &holders[i]->ref, NULL);
+        old += moved;
+        young += moved && i >= HOLDERS_CLEARED;
+    }
     lull_collect(LULL_GEN_NURSERY);
     const char *out = capture_end();
     for (int i = HOLDERS_CLEARED; i < HOLDERS; i++)
         CHECK(holders[i]->ref && lull_type_of(holders[i]->ref) == &tnode_type,
               "holder %d lost its young object", i);
     lull_shutdown();
+    CHECK(old >= HOLDERS - 4 && young >= HOLDERS - HOLDERS_CLEARED - 4,
+          "only %d of %d holders left the nursery (%d of them kept a young object): the test says nothing", old,
+          HOLDERS, young);
     char want[96];
-    snprintf(want, sizeof want, ", %d dirty cards (%d holding young references), ", HOLDERS,
-             HOLDERS - HOLDERS_CLEARED);
+    snprintf(want, sizeof want, ", %d dirty cards (%d holding young references), ", old, young);
     const char *second = strstr(out, "lull: collection 2 (minor, explicit)");
     CHECK(second && strstr(second, want), "LULL_GC_DEBUG=log: the second minor's line should say \"%s\": \"%s\"",
           want, out);
-    printf("options: LULL_GC_DEBUG=log: %d dirty cards, %d of them holding young references\n", HOLDERS,
-           HOLDERS - HOLDERS_CLEARED);
+    printf("options: LULL_GC_DEBUG=log: %d dirty cards, %d of them holding young references (%d holders "
+           "pinned)\n", old, young, HOLDERS - old);
 }
 
 #define EVERY 50
