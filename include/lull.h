@@ -484,7 +484,9 @@ typedef struct lull_stats {
     uint64_t pauses_major;            /* pauses of major collections */
     uint64_t pause_major_max_ns, pause_major_p50_ns, pause_major_p99_ns;
     /* The pause target (additions to API.md): minors whose pause exceeded
-     * it, the target now, and the nursery's size now. */
+     * it, the target now, and the nursery's size now: the room it hands
+     * out between minors (objects the last minor left pinned in it take
+     * none of it: its limit moves past them, up to nursery-size). */
     uint64_t minors_over_target;
     uint64_t pause_target_ns;
     uint64_t nursery_bytes;

@@ -140,10 +140,13 @@ size_t   lull_nursery_size(void);
 size_t   lull_nursery_ceiling(void);
 /* The bytes the last minor copied into the aging space (promotion-age=2 or auto). */
 uint64_t lull_nursery_aged(void);
-/* The size TLABs are cut below (policy.c), rounded down to a TLAB, at most
- * the ceiling; gc lock held. A shrink holds from the next TLAB; so does a
- * growth with promotion-age=1 (the free space beyond the size is kept for
- * it), with aging from the next minor's rebuild. */
+/* The size (policy.c): the room TLABs are cut from, rounded down to a
+ * TLAB, at most the ceiling; gc lock held. The limit TLABs are cut below
+ * lies that far past the start and as much further as the objects the
+ * last minor left pinned below it take (at most the ceiling):
+ * lull_nursery_size is the room. A shrink holds from the next TLAB; so
+ * does a growth with promotion-age=1 (the free space beyond the limit is
+ * kept for it), with aging from the next minor's rebuild. */
 void     lull_nursery_resize(size_t bytes);
 
 /* A minor since the last major could not copy an object for want of a

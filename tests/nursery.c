@@ -20,7 +20,9 @@
  *    at once, also right after a shrink, not from the next minor on; what
  *    was allocated there survives the minor; objects pinned beyond the
  *    shrunk size are left alone when it grows past them again
- *    (LULL_GC_DEBUG=verify-nursery unless set).
+ *    (LULL_GC_DEBUG=verify-nursery unless set);
+ *  - objects a minor left pinned do not take the nursery's room: its
+ *    limit moves past them.
  *
  * (LULL_GC_DEBUG=check-cards catching a store without lull_store is in
  * debug_checks, with the other debug checks.)
@@ -398,6 +400,63 @@ static void test_grow_pinned(void)
     lull_shutdown();
 }
 
+/* ---- the room beside pinned objects ------------------------------------ */
+
+/* A nursery's size is the room it hands out between minors: objects a
+ * minor leaves pinned below its limit do not take that room, the limit
+ * moves past them. A 100 us target starts at the 256 KiB floor; 160 KiB
+ * of nodes allocated there stay pinned (a conservative root range), and
+ * the minor sizes the nursery (at most twice: 512 KiB). Then 90% of that
+ * size is allocated without a minor, and the pinned nodes are intact.
+ * Without it, 512 KiB of which 160 pinned left 352 KiB, and a deep stack
+ * holding young objects ran a minor at nearly every allocation
+ * (stress_longjmp). */
+#define ROOM_PINS 2560                  /* 160 KiB of 64-byte nodes */
+static void *room_pins[ROOM_PINS];      /* a conservative root range */
+
+static NOINLINE void alloc_garbage(size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        tnode_new(i);
+}
+
+static void room_pins_intact(const char *when)
+{
+    for (uint64_t k = 0; k < ROOM_PINS; k++)
+        CHECK(tnode_ok(room_pins[k], k), "pinned node %" PRIu64 " (at %p) was overwritten %s", k, room_pins[k],
+              when);
+}
+
+static void test_room_beside_pins(void)
+{
+    const char *params = "nursery-size=4m,pause-target=100us,promotion-age=1";
+    CHECK(lull_init(params) == 0, "lull_init(%s)", params);
+    CHECK(lull_root_add(room_pins, sizeof room_pins) == 0, "lull_root_add");
+    uint64_t pinned = ROOM_PINS * sizeof(struct tnode);
+    for (uint64_t k = 0; k < ROOM_PINS; k++)
+        room_pins[k] = tnode_new(k);
+    clobber_stack();
+    minor();
+    lull_stats s = get_stats();
+    uint64_t room = s.nursery_bytes;
+    CHECK(room >= 256 << 10 && room <= 4 * pinned, "a %" PRIu64 " KiB nursery beside %" PRIu64 " KiB pinned: "
+          "expected 256-640 KiB, so that the pinned nodes would take a quarter of it or more", room >> 10,
+          pinned >> 10);
+    size_t nodes = (size_t)(room * 9 / 10 / sizeof(struct tnode));
+    alloc_garbage(nodes);
+    uint64_t minors = get_stats().collections_minor - s.collections_minor;
+    printf("nursery: %" PRIu64 " KiB pinned, a %" PRIu64 " KiB nursery, %zu KiB allocated beside them with %"
+           PRIu64 " minors\n", pinned >> 10, room >> 10, nodes * sizeof(struct tnode) >> 10, minors);
+    CHECK(minors == 0, "%" PRIu64 " minors in %zu KiB of a %" PRIu64 " KiB nursery: the %" PRIu64 " KiB pinned "
+          "in it took its room", minors, nodes * sizeof(struct tnode) >> 10, room >> 10, pinned >> 10);
+    room_pins_intact("while the room beside them was filled");
+    minor();
+    room_pins_intact("after the minor");
+    memset(room_pins, 0, sizeof room_pins);
+    lull_root_remove(room_pins);
+    lull_shutdown();
+}
+
 /* promotion-age=2 or auto in LULL_GC_PARAMS would override the tests'
  * promotion-age=1: growth then waits for the next minor, by design. */
 static bool aging_set(void)
@@ -429,6 +488,7 @@ int main(void)
     } else {
         test_grow();
         test_grow_pinned();
+        test_room_beside_pins();
     }
     printf("nursery: ok (%" PRIu64 " minors, %" PRIu64 " majors)\n", b.collections_minor, b.collections_major);
     return 0;

@@ -41,6 +41,10 @@
 #define MB ((size_t)1 << 20)
 #define CEILING (8 * MB)
 #define FLOOR   ((size_t)256 << 10)   /* the adaptive nursery's smallest size (policy.c) */
+/* At the ceiling, nursery_bytes is the room beside what the last minor
+ * left pinned there (a stale stack word: 1 KiB under ASan), so within
+ * 1/64 of it. */
+#define AT_CEILING(b) ((b) + CEILING / 64 >= CEILING)
 
 typedef struct node {
     lull_header h;
@@ -144,9 +148,9 @@ int main(void)
      * is 2 ms. */
     node *head = NULL;
     uint64_t start = stats().collections_minor;
-    while (stats().nursery_bytes < CEILING && stats().collections_minor < start + 20)
+    while (!AT_CEILING(stats().nursery_bytes) && stats().collections_minor < start + 20)
         allocate(&head, 0, 1);
-    CHECK(stats().nursery_bytes == CEILING, "at 10 s the nursery did not grow to 8 MiB: %" PRIu64 " KiB after %"
+    CHECK(AT_CEILING(stats().nursery_bytes), "at 10 s the nursery did not grow to 8 MiB: %" PRIu64 " KiB after %"
           PRIu64 " minors without survivors", stats().nursery_bytes >> 10, stats().collections_minor - start);
     CHECK(lull_set_pause_target(2000000) == 0, "2 ms refused");
     /* Under a sanitizer a minor without survivors may cost more than 2 ms
@@ -155,7 +159,7 @@ int main(void)
     uint64_t start_a = stats().nursery_bytes;
     printf("no survivors at 10 s, then 2 ms: nursery %" PRIu64 " KiB\n", start_a >> 10);
     if (!SANITIZED)
-        CHECK(start_a == CEILING, "the nursery left 8 MiB (%" PRIu64 " KiB) when the target became 2 ms after minors "
+        CHECK(AT_CEILING(start_a), "the nursery left 8 MiB (%" PRIu64 " KiB) when the target became 2 ms after minors "
               "without survivors", start_a >> 10);
 
     /* A: everything survives. */
@@ -173,12 +177,12 @@ int main(void)
     head = NULL;
     lull_collect(LULL_GEN_MAJOR);
     start = stats().collections_minor;
-    while (stats().nursery_bytes < CEILING && stats().collections_minor < start + 200)
+    while (!AT_CEILING(stats().nursery_bytes) && stats().collections_minor < start + 200)
         allocate(&head, 0, 1);
     lull_stats b = stats();
     printf("no survivors: nursery %" PRIu64 " KiB after %" PRIu64 " minors\n", b.nursery_bytes >> 10,
            b.collections_minor - start);
-    CHECK(b.nursery_bytes == CEILING, "the nursery did not grow back to 8 MiB: %" PRIu64 " KiB after %" PRIu64
+    CHECK(AT_CEILING(b.nursery_bytes), "the nursery did not grow back to 8 MiB: %" PRIu64 " KiB after %" PRIu64
           " minors without survivors", b.nursery_bytes >> 10, b.collections_minor - start);
 
     /* C: half survives, in a ring; settle, then measure 40 minors. */
@@ -201,7 +205,7 @@ int main(void)
     /* Shrunk, unless the minors of the full nursery met the target: on a
      * fast, quiet machine they did (median 0.969 ms at 8 MiB in one CI
      * run), and then there was nothing to shrink for. */
-    CHECK(c.nursery_bytes < CEILING || median <= 1000000,
+    CHECK(!AT_CEILING(c.nursery_bytes) || median <= 1000000,
           "the nursery stayed at 8 MiB although its minors took %.3f ms (median) against a 1 ms target",
           median / 1e6);
 
