@@ -219,13 +219,17 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
         if (!lull_nursery_refill(t, sz)) {
             /* The heap is full: a minor now would take a whole pause to
              * pin what it cannot copy and free nothing. The major heap's
-             * allocator collects a major when it is out of room. */
-            if (lull_nursery_promotion_failed()) {
+             * allocator collects a major when it is out of room. Or the
+             * last minor left the nursery no room (all pinned): the same
+             * for a while (nursery.h, degraded mode). */
+            if (lull_nursery_promotion_failed() || lull_nursery_degraded_take(sz)) {
                 lull_gc_unlock();
                 return NULL;
             }
             collect_if(LULL_POLICY_NURSERY_FULL, 0);
             if (!lull_nursery_refill(t, sz)) {
+                if (!lull_nursery_promotion_failed())
+                    lull_nursery_degrade();
                 lull_gc_unlock();
                 return NULL;
             }

@@ -119,6 +119,10 @@ static struct {
     uint64_t cards;               /* dirty cards the last minor scanned */
     uint64_t cards_young;         /* of those, the ones that held a young reference (the log) */
     uint64_t kept;                /* bytes the last minor left in place, pinned */
+    /* Degraded (lull_nursery_degrade): bytes allocations may still take
+     * from the major heap, without a minor, because the last minor left
+     * the nursery no room; 0: not degraded. */
+    uint64_t degraded_left;
 
     /* Aging (promotion-age=2 or auto, nursery.h). The nursery's range is twice
      * `ceiling`; TLABs are cut below `limit` (at most `ceiling`), and the
@@ -221,6 +225,7 @@ int lull_nursery_init(size_t size, size_t ceiling)
     __atomic_store_n(&nursery_g.limit, nursery_g.ceiling, __ATOMIC_RELAXED);
     __atomic_store_n(&nursery_g.room, nursery_g.ceiling - lull_nursery_start, __ATOMIC_RELAXED);
     nursery_g.handed = 0;
+    nursery_g.degraded_left = 0;
     for (uint32_t i = 0; i < n; i++)
         lull_heap_g.blocks[idx + i].state = LULL_BLOCK_NURSERY;
     nursery_g.log_cap = size / LULL_GRANULE + 1024;
@@ -344,6 +349,23 @@ bool lull_nursery_refill(lull_thread *t, size_t need)
         return true;
     }
     return false;
+}
+
+void lull_nursery_degrade(void)
+{
+    nursery_g.degraded_left = lull_nursery_ceiling();
+    if (lull_cfg.log)
+        fprintf(stderr, "lull: the nursery has no room after a minor (%.1f KiB of it pinned): the next %zu KiB "
+                "of small objects go to the major heap, without a minor\n", (double)nursery_g.kept / 1024.0,
+                lull_nursery_ceiling() >> 10);
+}
+
+bool lull_nursery_degraded_take(size_t bytes)
+{
+    if (!nursery_g.degraded_left)
+        return false;
+    nursery_g.degraded_left = bytes < nursery_g.degraded_left ? nursery_g.degraded_left - bytes : 0;
+    return true;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1566,6 +1588,7 @@ static uintptr_t minor_fate(uintptr_t v, void *ctx)
 
 uint64_t lull_nursery_collect(bool may_age)
 {
+    nursery_g.degraded_left = 0;
     nursery_g.may_age = may_age;
     nursery_g.aging = may_age && lull_policy_aging();
     atomic_store_explicit(&nursery_g.aging_full, false, memory_order_relaxed);

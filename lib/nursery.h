@@ -110,6 +110,18 @@ void lull_nursery_fini(void);
 /* A TLAB of at least `need` bytes for thread t, replacing its current one
  * (gc lock held). false: the nursery has no fragment that large. */
 bool lull_nursery_refill(struct lull_thread *t, size_t need);
+/* Degraded mode (gc lock held; alloc.c). When a refill fails right after
+ * the minor a full nursery asked for, that minor left no room: what is in
+ * the nursery is pinned (a deep stack, a conservative root range holding
+ * more young objects than nursery-size). Another minor at the next
+ * allocation would pin it all again and free nothing: a program whose
+ * root range held 100,000 new 64-byte objects ran a 70 ms minor at every
+ * allocation. lull_nursery_degrade starts the mode: the next nursery-size
+ * bytes of small objects go to the major heap without a minor (the log
+ * says so). lull_nursery_degraded_take(bytes): whether the mode holds,
+ * counting those bytes against it. Any minor ends it. */
+void lull_nursery_degrade(void);
+bool lull_nursery_degraded_take(size_t bytes);
 /* Give up thread t's TLAB (gc lock held): detach, fork. */
 void lull_nursery_retire_tlab(struct lull_thread *t);
 

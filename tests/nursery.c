@@ -22,7 +22,8 @@
  *    shrunk size are left alone when it grows past them again
  *    (LULL_GC_DEBUG=verify-nursery unless set);
  *  - objects a minor left pinned do not take the nursery's room: its
- *    limit moves past them.
+ *    limit moves past them; when they fill it all, allocation goes to the
+ *    major heap for a while instead of running a minor each time.
  *
  * (LULL_GC_DEBUG=check-cards catching a store without lull_store is in
  * debug_checks, with the other debug checks.)
@@ -457,6 +458,43 @@ static void test_room_beside_pins(void)
     lull_shutdown();
 }
 
+/* ---- a nursery full of pinned objects ----------------------------------- */
+
+/* A conservative root range holds more new objects than the nursery can:
+ * the minor the full nursery asks for pins them all and frees nothing.
+ * The allocations after it go to the major heap for nursery-size bytes
+ * (degraded mode, nursery.h) instead of running, each, a minor that pins
+ * them all again (a program whose range held 100,000 such objects never
+ * finished: a 70 ms minor per allocation). Every node stays intact, also
+ * after a major. */
+#define FULL_PINS 17408                 /* 1.06 MiB of 64-byte nodes, in a 1 MiB nursery */
+static void *full_pins[FULL_PINS];      /* a conservative root range */
+
+static void test_pinned_full(void)
+{
+    const char *params = "nursery-size=1m,pause-target=10s,promotion-age=1";
+    CHECK(lull_init(params) == 0, "lull_init(%s)", params);
+    CHECK(lull_root_add(full_pins, sizeof full_pins) == 0, "lull_root_add");
+    lull_stats a = get_stats();
+    for (uint64_t k = 0; k < FULL_PINS; k++)
+        full_pins[k] = tnode_new(k);
+    uint64_t minors = get_stats().collections_minor - a.collections_minor;
+    printf("nursery: %d nodes (%zu KiB) held by a root range in a 1 MiB nursery: %" PRIu64 " minors\n",
+           FULL_PINS, FULL_PINS * sizeof(struct tnode) >> 10, minors);
+    CHECK(minors <= 3, "%" PRIu64 " minors while a root range took %d nodes: the nursery full of pinned objects "
+          "ran a minor at each allocation", minors, FULL_PINS);
+    for (uint64_t k = 0; k < FULL_PINS; k++)
+        CHECK(tnode_ok(full_pins[k], k), "node %" PRIu64 " (at %p) of a full nursery was overwritten", k,
+              full_pins[k]);
+    lull_collect(LULL_GEN_MAJOR);
+    for (uint64_t k = 0; k < FULL_PINS; k++)
+        CHECK(tnode_ok(full_pins[k], k), "node %" PRIu64 " (at %p) was overwritten after a major", k,
+              full_pins[k]);
+    memset(full_pins, 0, sizeof full_pins);
+    lull_root_remove(full_pins);
+    lull_shutdown();
+}
+
 /* promotion-age=2 or auto in LULL_GC_PARAMS would override the tests'
  * promotion-age=1: growth then waits for the next minor, by design. */
 static bool aging_set(void)
@@ -489,6 +527,7 @@ int main(void)
         test_grow();
         test_grow_pinned();
         test_room_beside_pins();
+        test_pinned_full();
     }
     printf("nursery: ok (%" PRIu64 " minors, %" PRIu64 " majors)\n", b.collections_minor, b.collections_major);
     return 0;
