@@ -7,7 +7,7 @@
 #include <lull.h>
 #include <stdlib.h>
 
-#include "threads.h"
+#include "gc/threads.h"
 #include "unit.h"
 
 typedef struct node { lull_header h; struct node *next; } node;

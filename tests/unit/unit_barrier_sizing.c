@@ -13,10 +13,10 @@
  * 2 ms, below 1 MiB. And 16 barrier minors of 5% of the nursery each (the
  * graph benchmark's edge loop: cards, not allocation) must leave it where
  * it is. */
-#include "collect.h"
+#include "gc/collect.h"
 #include "lull.h"
-#include "nursery.h"
-#include "policy.h"
+#include "space/nursery.h"
+#include "gc/policy.h"
 #include "unit.h"
 
 #define MIB ((uint64_t)1 << 20)

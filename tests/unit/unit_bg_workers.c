@@ -15,10 +15,10 @@
 #include <stdlib.h>
 
 #include "lull.h"
-#include "mark.h"
+#include "trace/mark.h"
 #include "unit.h"
 #include "unit_nodes.h"
-#include "workers.h"
+#include "trace/workers.h"
 
 #define DEPTH 9     /* (4^10 - 1) / 3 nodes */
 

@@ -24,9 +24,9 @@
  * the budget stays where the cards' own cost puts it. */
 #include <inttypes.h>
 
-#include "collect.h"
+#include "gc/collect.h"
 #include "lull.h"
-#include "policy.h"
+#include "gc/policy.h"
 #include "unit.h"
 
 #define MIB ((uint64_t)1 << 20)

@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "collect.h"
-#include "heap.h"
+#include "gc/collect.h"
+#include "space/heap.h"
 #include "lull.h"
-#include "mark.h"
-#include "nursery.h"
+#include "trace/mark.h"
+#include "space/nursery.h"
 #include "unit.h"
 
 struct node {

@@ -24,8 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "heap.h"
-#include "nursery.h"
+#include "space/heap.h"
+#include "space/nursery.h"
 #include "unit.h"
 
 #define NEND  24

@@ -16,12 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collect.h"
-#include "heap.h"
+#include "gc/collect.h"
+#include "space/heap.h"
 #include "lull.h"
-#include "nursery.h"
+#include "space/nursery.h"
 #include "unit.h"
-#include "workers.h"
+#include "trace/workers.h"
 
 #define N     30000
 #define KEEP  10

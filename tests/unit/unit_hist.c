@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "stats.h"
+#include "gc/stats.h"
 #include "unit.h"
 
 static lull_histogram h;

@@ -8,11 +8,11 @@
 #include <inttypes.h>
 #include <unistd.h>
 
-#include "collect.h"
+#include "gc/collect.h"
 #include "lull.h"
-#include "mark.h"
+#include "trace/mark.h"
 #include "unit.h"
-#include "util.h"
+#include "base/util.h"
 
 int main(void)
 {

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collect.h"
-#include "heap.h"
+#include "gc/collect.h"
+#include "space/heap.h"
 #include "lull.h"
 #include "unit.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "lull.h"
-#include "mark.h"
+#include "trace/mark.h"
 #include "unit.h"
 
 struct node { lull_header h; struct node *a, *b, *c, *d; long id; };

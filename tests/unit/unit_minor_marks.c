@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "heap.h"
+#include "space/heap.h"
 #include "lull.h"
-#include "nursery.h"
+#include "space/nursery.h"
 #include "unit.h"
 
 #define SLOTS 2048   /* 16 KiB of slots: a large object, 128 cards */

@@ -8,9 +8,9 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "collect.h"
+#include "gc/collect.h"
 #include "lull.h"
-#include "mark.h"
+#include "trace/mark.h"
 #include "unit.h"
 
 struct node {

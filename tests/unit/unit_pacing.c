@@ -19,11 +19,11 @@
 #include <inttypes.h>
 #include <unistd.h>
 
-#include "collect.h"
+#include "gc/collect.h"
 #include "lull.h"
-#include "mark.h"
-#include "policy.h"
-#include "util.h"
+#include "trace/mark.h"
+#include "gc/policy.h"
+#include "base/util.h"
 #include "unit.h"
 
 #define MIB ((uint64_t)1 << 20)

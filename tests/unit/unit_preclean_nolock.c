@@ -29,12 +29,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect.h"
-#include "heap.h"
+#include "gc/collect.h"
+#include "space/heap.h"
 #include "lull.h"
-#include "mark.h"
-#include "nursery.h"
-#include "policy.h"
+#include "trace/mark.h"
+#include "space/nursery.h"
+#include "gc/policy.h"
 #include "unit.h"
 #include "unit_nodes.h"
 

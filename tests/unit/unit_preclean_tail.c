@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect.h"
+#include "gc/collect.h"
 #include "lull.h"
-#include "mark.h"
+#include "trace/mark.h"
 #include "unit.h"
 #include "unit_nodes.h"
 

@@ -27,11 +27,11 @@
 #include <time.h>
 #include <errno.h>
 
-#include "collect.h"
-#include "heap.h"
+#include "gc/collect.h"
+#include "space/heap.h"
 #include "lull.h"
 #include "unit.h"
-#include "workers.h"
+#include "trace/workers.h"
 
 #define N 40000          /* 48-byte objects: about 2 MiB promoted, a reserve of about 4 MiB */
 

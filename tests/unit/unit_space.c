@@ -2,7 +2,7 @@
  * split and merged back, the max-heap-size limit holds. */
 #include <string.h>
 
-#include "heap.h"
+#include "space/heap.h"
 #include "unit.h"
 
 /* blocks.c counts allocations through collect.c in the library; the unit

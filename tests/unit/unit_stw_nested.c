@@ -41,9 +41,9 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "collect.h"
-#include "stw.h"
-#include "threads.h"
+#include "gc/collect.h"
+#include "base/stw.h"
+#include "gc/threads.h"
 #include "unit.h"
 
 #define NMUT 4   /* mutator 0 is slow to stop, the others fast */

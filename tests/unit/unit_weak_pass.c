@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "handles.h"
+#include "trace/handles.h"
 #include "unit.h"
 
 #define MANY 1000000u

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "heap.h"
+#include "space/heap.h"
 #include "unit.h"
 
 static uint32_t block;

@@ -1,0 +1,85 @@
+#include "base/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static void vreport(const char *fn, const char *fmt, va_list ap)
+{
+    /* Format into one buffer and write it with one call, so that lines of
+     * concurrent threads do not interleave. No malloc: this may run while
+     * other threads are stopped. */
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "lull: %s: ", fn);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof buf)
+        n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    if ((size_t)n >= sizeof buf - 1)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(2, buf, (size_t)n);
+    (void)w;
+}
+
+void lull_fatal(const char *fn, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fn, fmt, ap);
+    va_end(ap);
+    abort();
+}
+
+void lull_warn(const char *fn, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(fn, fmt, ap);
+    va_end(ap);
+}
+
+uint64_t lull_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((noinline)) void lull_clear_scratch_registers(void)
+{
+#if defined(__x86_64__)
+    /* The EVEX and VEX forms zero every bit of their register above the
+     * 128 they name; a 128-bit form avoids any 512-bit operation (and the
+     * clock drop some CPUs take for one). The assembler knows these
+     * instructions whatever -m flags this file is compiled with; they run
+     * only where the CPU and the OS support them. */
+    if (__builtin_cpu_supports("avx512f"))
+        __asm__ __volatile__("vpxord %%xmm16, %%xmm16, %%xmm16\n\tvpxord %%xmm17, %%xmm17, %%xmm17\n\t"
+                             "vpxord %%xmm18, %%xmm18, %%xmm18\n\tvpxord %%xmm19, %%xmm19, %%xmm19\n\t"
+                             "vpxord %%xmm20, %%xmm20, %%xmm20\n\tvpxord %%xmm21, %%xmm21, %%xmm21\n\t"
+                             "vpxord %%xmm22, %%xmm22, %%xmm22\n\tvpxord %%xmm23, %%xmm23, %%xmm23\n\t"
+                             "vpxord %%xmm24, %%xmm24, %%xmm24\n\tvpxord %%xmm25, %%xmm25, %%xmm25\n\t"
+                             "vpxord %%xmm26, %%xmm26, %%xmm26\n\tvpxord %%xmm27, %%xmm27, %%xmm27\n\t"
+                             "vpxord %%xmm28, %%xmm28, %%xmm28\n\tvpxord %%xmm29, %%xmm29, %%xmm29\n\t"
+                             "vpxord %%xmm30, %%xmm30, %%xmm30\n\tvpxord %%xmm31, %%xmm31, %%xmm31"
+                             ::: "memory");
+    if (__builtin_cpu_supports("avx"))
+        __asm__ __volatile__("vzeroall" ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
+                             "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+    else
+        __asm__ __volatile__("pxor %%xmm0, %%xmm0\n\tpxor %%xmm1, %%xmm1\n\tpxor %%xmm2, %%xmm2\n\t"
+                             "pxor %%xmm3, %%xmm3\n\tpxor %%xmm4, %%xmm4\n\tpxor %%xmm5, %%xmm5\n\t"
+                             "pxor %%xmm6, %%xmm6\n\tpxor %%xmm7, %%xmm7\n\tpxor %%xmm8, %%xmm8\n\t"
+                             "pxor %%xmm9, %%xmm9\n\tpxor %%xmm10, %%xmm10\n\tpxor %%xmm11, %%xmm11\n\t"
+                             "pxor %%xmm12, %%xmm12\n\tpxor %%xmm13, %%xmm13\n\tpxor %%xmm14, %%xmm14\n\t"
+                             "pxor %%xmm15, %%xmm15"
+                             ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+                             "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+    __asm__ __volatile__("xorl %%eax, %%eax\n\txorl %%ecx, %%ecx\n\txorl %%edx, %%edx\n\t"
+                         "xorl %%esi, %%esi\n\txorl %%edi, %%edi\n\txorl %%r8d, %%r8d\n\t"
+                         "xorl %%r9d, %%r9d\n\txorl %%r10d, %%r10d\n\txorl %%r11d, %%r11d"
+                         ::: "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "cc");
+#endif
+}

@@ -1,0 +1,386 @@
+/* alloc.c — the allocation entry points.
+ *
+ * Small objects (up to LULL__TLAB_MAX_OBJECT bytes) are bump-allocated in
+ * the nursery from the thread's TLAB by the inline fast path in lull.h.
+ * lull__alloc_slow checks the type (and caches it for the fast path),
+ * allocates from the TLAB, and refills it from the nursery's fragments
+ * under the gc lock; an exhausted nursery means a minor collection (a major
+ * one when the major heap's allowance is used up).
+ *
+ * Bigger objects and lull_alloc_pinned go to the major heap: pop a slot
+ * from the thread's free list for (pointer-free?, size class), zero it,
+ * write the header, inside a critical region (threads.h) so the world is
+ * never stopped between taking the slot and writing the header. Its slow
+ * path, with the gc lock: collect if the allowance is used up, refill the
+ * free list or allocate a large object, and on failure collect, release
+ * empty blocks and try once more. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "gc/collect.h"
+#include "gc/policy.h"
+#include "space/heap.h"
+#include "space/nursery.h"
+#include "gc/threads.h"
+#include "base/probes.h"
+#include "base/util.h"
+
+__thread lull__tlab_t lull__tlab = { NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, UINT32_MAX };
+
+/* LULL_GC_DEBUG=collect-every: allocations counted by every thread (an
+ * atomic; the only state of this file). */
+static atomic_ulong debug_alloc_count;
+
+static lull_thread *attached_self(const char *fn)
+{
+    lull_thread *t = lull_thread_self;
+    if (LULL_UNLIKELY(!t)) {
+        if (!lull_is_initialised())
+            lull_fatal(fn, "lull is not initialised (call lull_init first)");
+        lull_fatal(fn, "the calling thread is not attached (call lull_thread_attach first)");
+    }
+    return t;
+}
+
+/* Report a malformed type (cold path of check_type). */
+__attribute__((noinline, cold, noreturn))
+static void bad_type(const char *fn, const lull_type *t, bool array)
+{
+    if (!t)
+        lull_fatal(fn, "type is NULL");
+    if (array || t->elem_size)
+        lull_fatal(fn, "type '%s' is not a valid type (size %zu, refs %#llx, elem_size %zu, "
+                   "elem_refs %#llx: word 0 is the header, an array needs size >= 16 and "
+                   "elem_size > 0, reference bits must lie inside size and elem_size)",
+                   t->name ? t->name : "?", t->size, (unsigned long long)t->refs, t->elem_size,
+                   (unsigned long long)t->elem_refs);
+    lull_fatal(fn, "type '%s' is malformed (size %zu, refs %#llx: word 0 is the header, "
+               "reference bits must lie inside size)", t->name ? t->name : "?", t->size,
+               (unsigned long long)t->refs);
+}
+
+/* Cheap checks that catch a malformed type before it corrupts the heap. */
+static inline void check_type(const char *fn, const lull_type *t, bool array)
+{
+    if (LULL_UNLIKELY(!t))
+        bad_type(fn, t, array);
+    size_t words = t->size / sizeof(void *);
+    if (LULL_UNLIKELY(t->size < sizeof(lull_header) || (t->refs & 1) ||
+                      (words < 64 && (t->refs >> words) != 0)))
+        bad_type(fn, t, array);
+    if (t->elem_size || array) {
+        size_t ewords = t->elem_size / sizeof(void *);
+        if (LULL_UNLIKELY(!t->elem_size || t->size < sizeof(lull_array_header) ||
+                          (t->refs & 2) ||
+                          (t->elem_refs && (t->elem_size % sizeof(void *) || t->size % sizeof(void *))) ||
+                          (ewords < 64 && (t->elem_refs >> ewords) != 0)))
+            bad_type(fn, t, array);
+    }
+}
+
+/* Ask the policy at one of allocation's decision points; run what it
+ * says (gc lock held). */
+static void collect_if(lull_policy_event ev, unsigned long arg)
+{
+    const char *reason = "";
+    int gen = lull_policy_decide(ev, arg, &reason);
+    if (gen >= 0)
+        lull_collect_locked(gen, reason);
+}
+
+/* A new object of the major heap exists for the collector from here on:
+ * header last, with release, so that a marker that reaches it through a
+ * reference (an acquire load: lull_store releases) sees the zeroed body.
+ * While a concurrent mark runs it is allocated black (mark.h): marked
+ * after the header is out. Its slots are all NULL, so it has no child to
+ * grey; what the program stores into it marks a card the mark rescans.
+ * A young large object is the nursery's instead (heap.h): marked when a
+ * minor makes it old. tag: header bits the object carries for life
+ * (LULL_HDR_NOMOVE, heap.h). */
+static inline void publish_major(uintptr_t *p, const lull_type *type, uintptr_t tag, bool young)
+{
+    __atomic_store_n(&p[0], (uintptr_t)type | tag, __ATOMIC_RELEASE);
+    if (!young)
+        lull_mark_allocated((uintptr_t)p);
+}
+
+static void *fail_enomem(void)
+{
+    errno = ENOMEM;
+    return NULL;
+}
+
+static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
+{
+    bool has_refs = lull_type_has_refs(type);
+    uintptr_t *p = NULL;
+    lull_gc_lock();
+    collect_if(LULL_POLICY_SLOW_ALLOC, 0);
+    for (int attempt = 0; attempt < 2 && !p; attempt++) {
+        if (attempt) {
+            /* Out of memory: collect, give back empty blocks, retry once. */
+            collect_if(LULL_POLICY_OUT_OF_MEMORY, 0);
+            lull_major_sweep_all();     /* blocks it empties can go back for a large object */
+            lull_major_release_empty(0);
+            lull_space_release_pending();
+        }
+        if (bytes <= LULL_MAX_SMALL) {
+            unsigned cls = lull_size_class(bytes);
+            lull_alloc_cache *c = &t->caches.c[has_refs][cls];
+            if (c->head || lull_major_refill(c, has_refs, cls, true)) {
+                p = c->head;
+                c->head = (void *)p[1];
+                c->count--;
+                memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
+            }
+        } else {
+            p = lull_los_alloc(bytes);
+        }
+    }
+    if (p && bytes > LULL_MAX_SMALL)
+        LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
+    else if (p)
+        LULL_PROBE2(alloc_major, LULL_PROBE_TYPE_NAME(type), bytes);
+    if (p) {
+        /* Header last: the object exists for the collector from here on. */
+        if (length)
+            p[1] = length;
+        publish_major(p, type, tag, bytes > LULL_MAX_SMALL && lull_young_large_at((uintptr_t)p) == (uintptr_t)p);
+        t->last_alloc = (uintptr_t)p;
+        lull_thread_count_alloc(t, bytes);
+    }
+    lull_gc_unlock();
+    return p ? (void *)p : fail_enomem();
+}
+
+/* LULL_GC_DEBUG=collect-every=N: a collection every N allocations, every
+ * fourth of them a major. (The fast path never caches a type then, so every
+ * allocation comes here.) */
+static void debug_collect_every(void)
+{
+    unsigned long n = atomic_fetch_add_explicit(&debug_alloc_count, 1, memory_order_relaxed) + 1;
+    const char *reason = "";
+    int gen = lull_policy_decide(LULL_POLICY_DEBUG_TICK, n, &reason);   /* no lock needed: see policy.h */
+    if (gen >= 0) {
+        lull_gc_lock();
+        lull_collect_locked(gen, reason);
+        lull_gc_unlock();
+    }
+}
+
+/* tag: header bits the object carries for life (LULL_HDR_NOMOVE, heap.h). */
+static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
+{
+    if (LULL_LIKELY(bytes <= LULL_MAX_SMALL)) {
+        lull_alloc_cache *c = &t->caches.c[lull_type_has_refs(type)][lull_size_class(bytes)];
+        lull_enter_critical(t);
+        uintptr_t *p = c->head;
+        if (LULL_LIKELY(p)) {
+            c->head = (void *)p[1];
+            c->count--;
+            memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
+            if (length)
+            p[1] = length;
+            publish_major(p, type, tag, false);
+            t->last_alloc = (uintptr_t)p;
+        }
+        lull_exit_critical(t);
+        if (LULL_LIKELY(p)) {
+            lull_thread_count_alloc(t, bytes);
+            return p;
+        }
+    }
+    return alloc_slow(t, type, bytes, length, tag);
+}
+
+/* Bump-allocate from the thread's TLAB, refilling it (and collecting when
+ * the nursery is exhausted). NULL: the nursery has no room even after a
+ * collection (everything in it pinned); the caller goes to the major heap. */
+static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, size_t length, bool array)
+{
+    lull__tlab_t *tl = t->tlab;
+    size_t sz = lull_align_up(bytes, LULL_GRANULE);
+    for (int attempt = 0;; attempt++) {
+        char *p = tl->next;
+        if (sz <= (size_t)(tl->end - p)) {
+            /* The same protocol as the inline fast path (lull.h). */
+            if (array)
+                ((size_t *)p)[1] = length;
+            *(const lull_type **)p = type;
+            __asm__ __volatile__("" : : : "memory");
+            tl->next = p + sz;
+            return p;
+        }
+        if (attempt == 2)
+            return NULL;
+        lull_gc_lock();
+        collect_if(LULL_POLICY_SLOW_ALLOC, 0);
+        if (!lull_nursery_refill(t, sz)) {
+            /* The heap is full: a minor now would take a whole pause to
+             * pin what it cannot copy and free nothing. The major heap's
+             * allocator collects a major when it is out of room. Or the
+             * last minor left the nursery no room (all pinned): the same
+             * for a while (nursery.h, degraded mode). */
+            if (lull_nursery_promotion_failed() || lull_nursery_degraded_take(sz)) {
+                lull_gc_unlock();
+                return NULL;
+            }
+            collect_if(LULL_POLICY_NURSERY_FULL, 0);
+            if (!lull_nursery_refill(t, sz)) {
+                if (!lull_nursery_promotion_failed())
+                    lull_nursery_degrade();
+                lull_gc_unlock();
+                return NULL;
+            }
+        }
+        lull_gc_unlock();
+    }
+}
+
+void *lull__alloc_slow(const lull_type *type, size_t length, int array)
+{
+    const char *fn = array ? "lull_alloc_array" : "lull_alloc";
+    lull_thread *t = attached_self(fn);
+    check_type(fn, type, array);
+    size_t bytes = type->size;
+    if (array) {
+        if (length > (SIZE_MAX - type->size) / type->elem_size)
+            return fail_enomem();
+        bytes += length * type->elem_size;
+        if (bytes > lull_heap_g.reserve || (lull_cfg.max_heap_size && bytes > lull_cfg.max_heap_size))
+            return fail_enomem();
+    }
+    if (LULL_UNLIKELY(lull_cfg.collect_every))
+        debug_collect_every();
+    else if (LULL_UNLIKELY(lull_cfg.alloc_slow))
+        ;   /* alloc-slow: never cached, so that every allocation comes here */
+    else if (type->size <= LULL__TLAB_MAX_OBJECT && (!array || type->elem_size <= LULL__TLAB_MAX_OBJECT)) {
+        /* Checked: later allocations of this type take the fast path. */
+        if (array)
+            t->tlab->array_ok = type;
+        else
+            t->tlab->type_ok = type;
+    }
+    if (bytes <= LULL__TLAB_MAX_OBJECT) {
+        void *p = tlab_alloc(t, type, bytes, length, array);
+        if (p) {
+            LULL_PROBE2(alloc_nursery, LULL_PROBE_TYPE_NAME(type), bytes);
+            return p;
+        }
+    }
+    return alloc_common(t, type, bytes, array ? length : 0, 0);
+}
+
+/* The real functions behind lull.h's macros of the same name. */
+void *(lull_alloc)(const lull_type *type)
+{
+    return lull__alloc_inline(type, 0, 0);
+}
+
+void *(lull_alloc_array)(const lull_type *type, size_t length)
+{
+    return lull__alloc_inline(type, length, 1);
+}
+
+void *lull_alloc_pinned(const lull_type *type)
+{
+    /* Straight into the major heap, whose objects only an evacuating major
+     * moves; NOMOVE in the header makes it leave this one in place. */
+    lull_thread *t = attached_self("lull_alloc_pinned");
+    check_type("lull_alloc_pinned", type, false);
+    LULL_PROBE2(alloc_pinned, LULL_PROBE_TYPE_NAME(type), type->size);
+    return alloc_common(t, type, type->size, 0, LULL_HDR_NOMOVE);
+}
+
+/* Could `a`, whose first word is `hdr`, be the start of an object? Without
+ * the gc lock (the caller holds a live object, so its block's state is
+ * stable): in the major heap, `a` must be a slot boundary or a large
+ * object's first byte. A type never lives in the heap, and is an aligned
+ * address above the first page: that is what rejects an interior pointer
+ * into the nursery (whose object starts are known only to a collection). */
+static bool plausible_start(uintptr_t a, uintptr_t hdr)
+{
+    uintptr_t tp = hdr & ~(uintptr_t)LULL_HDR_TAG_MASK;
+    if (tp < 4096 || tp % sizeof(void *) || lull_in_committed(tp))
+        return false;
+    const lull_block *b = lull_block_of(a);
+    switch (b->state) {
+    case LULL_BLOCK_SMALL:
+        return (a & (LULL_BLOCK_SIZE - 1)) % lull_class_size[b->size_class] == 0;
+    case LULL_BLOCK_LARGE_HEAD:
+        return (a & (LULL_BLOCK_SIZE - 1)) == 0;
+    case LULL_BLOCK_NURSERY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool lull_object_plausible(const void *obj)
+{
+    uintptr_t a = (uintptr_t)obj;
+    if (!lull_is_initialised() || !lull_in_committed(a) || a % LULL_GRANULE)
+        return false;
+    uintptr_t hdr = __atomic_load_n((const uintptr_t *)obj, __ATOMIC_RELAXED);
+    return hdr && plausible_start(a, hdr);
+}
+
+static uintptr_t object_header(const char *fn, const void *obj)
+{
+    if (!lull_is_initialised())
+        lull_fatal(fn, "lull is not initialised (call lull_init first)");
+    uintptr_t a = (uintptr_t)obj;
+    if (!lull_in_committed(a) || a % sizeof(uintptr_t))
+        lull_fatal(fn, "%p is not a heap object", obj);
+    uintptr_t hdr = __atomic_load_n((const uintptr_t *)obj, __ATOMIC_RELAXED);
+    if (!hdr)
+        lull_fatal(fn, "%p is not an allocated heap object", obj);
+    if (!plausible_start(a, hdr))
+        lull_fatal(fn, "%p is not the start of a heap object (an interior pointer?)", obj);
+    return hdr;
+}
+
+const lull_type *lull_type_of(const void *obj)
+{
+    return lull_header_type(object_header("lull_type_of", obj));
+}
+
+size_t lull_array_length(const void *array)
+{
+    const lull_type *t = lull_header_type(object_header("lull_array_length", array));
+    if (!t->elem_size)
+        lull_fatal("lull_array_length", "%p is not an array (type '%s')", array, t->name ? t->name : "?");
+    return ((const size_t *)array)[1];
+}
+
+/* The barrier's slow path: this thread marked its share of the cards the
+ * next minor may scan within the pause target (policy.c). A program that
+ * stores many young references into old objects without allocating (a
+ * loop that links the nursery's objects from all over the old heap) would
+ * otherwise leave the next minor tens of thousands of cards. */
+void lull__cards_slow(void)
+{
+    lull_thread *t = lull_thread_self;
+    if (!t) {
+        lull__tlab.cards_left = UINT32_MAX;   /* not attached: never asks */
+        return;
+    }
+    if (t->in_critical || t->in_gc_lock) {
+        lull__tlab.cards_left = 1;            /* inside lull: the next new card asks again */
+        return;
+    }
+    lull__tlab.cards_left = UINT32_MAX;       /* until a minor sets it */
+    lull_gc_lock();
+    if (lull__tlab.cards_left == UINT32_MAX)  /* no other thread's minor since */
+        collect_if(LULL_POLICY_CARDS, 0);
+    lull_gc_unlock();
+}
+
+void lull__store_outside_heap(void *obj, void *slot, void *value)
+{
+    (void)value;
+    if (!lull_is_initialised())
+        lull_fatal("lull_store", "lull is not initialised (call lull_init first)");
+    lull_fatal("lull_store", "slot %p (object %p) is not inside the lull heap", slot, obj);
+}

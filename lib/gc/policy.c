@@ -1,0 +1,886 @@
+/* policy.c — when to collect, and how big the heap is (policy.h). */
+#include "gc/policy.h"
+
+#include "gc/collect.h"
+#include "space/heap.h"
+#include "trace/mark.h"
+#include "space/nursery.h"
+#include "gc/threads.h"
+#include "base/util.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#define MIN_ALLOWANCE   ((uint64_t)4 << 20)
+#define DEFAULT_RESERVE ((size_t)64 << 30)
+#define MIN_RESERVE     ((size_t)256 << 20)
+#define MIN_NURSERY     ((size_t)64 << 10)
+#define NURSERY_FLOOR   ((size_t)256 << 10)   /* the adaptive nursery's smallest size */
+#define MIN_SAMPLE      ((uint64_t)64 << 10)  /* a minor of fewer nursery bytes measures nothing */
+/* The cost of a nursery byte before any minor has measured one (ns): what
+ * the first minors of bench/graph and bench/gameloop cost, pause over
+ * nursery bytes (1.26-1.43 ns a byte at 4 MiB, 5.3-6.0 ms). A program's
+ * first minors copy most of what they are handed: it is building its data. */
+#define PER_BYTE_NS_UNMEASURED 1.4
+#define CARD_NS_UNMEASURED 30.0   /* a dirty card's cost before a fit (ns; bench/graph at 2 ms: 25-35) */
+#define CARD_NS_MIN        5.0
+#define CARD_NS_MAX        2000.0
+#define CARD_BUDGET_MIN    1024u  /* cards a thread may always mark between minors */
+
+/* Aging (promotion-age=auto): lull_policy_note_aging has the rule. */
+#define AGING_GAIN       0.5
+#define AGING_MIN_SAMPLE ((uint64_t)64 << 10)
+#define AGING_TRIAL      8u
+#define AGING_STOP_MIN   8u
+#define AGING_STOP_MAX   256u
+
+/* Written with the gc lock held only. allocated_since, allowance and
+ * at_mark_start are also read without it (lull_policy_runway_used): they
+ * are stored with atomics (put). */
+static struct {
+    uint64_t allocated_since;   /* major-heap bytes handed out since the last major */
+    uint64_t allowance;         /* ... that may be, before the next major */
+    uint64_t trigger;           /* ... at which a concurrent major starts */
+    uint64_t at_mark_start;     /* allocated_since when the running mark began */
+    uint64_t mark_start_ns;     /* ... and when */
+    /* Pacing (set_trigger), measured over the concurrent marks so far as
+     * moving averages (weight 1/2): bytes the program allocated in the
+     * major heap per ns while a mark ran, and live bytes a mark got
+     * through per ns from its initial to its final pause. */
+    double alloc_rate, mark_rate;
+    bool measured;              /* the rates hold a measurement */
+
+    /* The pause target (lull_set_pause_target). The model of a minor's
+     * pause, fitted after every minor: fixed_ns + per_byte_ns * (bytes
+     * handed out in the nursery since the last minor). */
+    uint64_t target_ns;
+    double fixed_ns, per_byte_ns;
+    bool fixed_known, per_byte_known;
+    double predicted_ns;        /* for the nursery chosen last */
+    bool said_unreachable;      /* the log said once that the target cannot be met */
+    double promoted_ema;        /* bytes a minor promotes (moving average, weight 1/4) */
+    bool promoted_known;
+    uint64_t over_target;       /* minors whose pause exceeded the target (read by lull_get_stats) */
+    /* The card budget (lull_policy_set_card_budgets): the cost of a dirty
+     * card in a minor's copying phase, fitted with the cost of a promoted
+     * byte (the s_ sums, see fit_card_cost); the cards each thread may
+     * newly mark in the minors' table before its barrier asks for a minor;
+     * whether the minor running now was so asked for; how many were
+     * (lull_get_stats). */
+    double s_pp, s_pc, s_cc, s_tp, s_tc;
+    bool fit_known;
+    double card_ns;
+    double copy_ns;             /* the fit's cost of a promoted byte (0: not fitted) */
+    double asked_card_ns;       /* the copying phase per card of the minors the barrier asked for (0: none yet) */
+    uint32_t card_budget;
+    bool card_minor;
+    uint64_t minors_for_cards;
+    /* Idle time (lull_policy_idle_minor): the program's allocation at the
+     * last lull_idle call, the allocation between two calls (moving
+     * average, weight 1/4), and the minors run in idle time. */
+    uint64_t idle_allocated;
+    double idle_period;
+    bool idle_period_known;
+    uint64_t minors_idle;
+    /* The pause of the minors run in idle time (moving average, weight
+     * 1/4, each sample at most twice the average); whether the minor
+     * running now is one; minors since the last lull_idle call. */
+    double idle_pause_ns;
+    bool idle_pause_known;
+    double idle_ns;             /* the idle time lull_idle calls give (moving average) */
+    bool idle_ns_known;         /* also: a call has come, idle_allocated holds its allocation */
+    bool idle_minor;
+    uint64_t minors_since_idle_call;
+    /* Majors' pauses in idle time (lull_policy_idle_major): a concurrent
+     * mark's final pause (moving average, weight 1/4, of those that found
+     * the background work done), a synchronous major's pause per live byte
+     * (the same), the live bytes the last major found, and the pauses
+     * lull_idle ran (majors_idle, read by lull_get_stats). */
+    double final_pause_ns, sync_ns_per_live;
+    bool final_pause_known, sync_known;
+    uint64_t live;
+    uint64_t majors_idle;
+    /* Aging (promotion-age=auto: lull_policy_note_aging). */
+    bool aging_on;                /* the next minor may age */
+    double surv_on, surv_off;     /* promoted over handed out, with and without aging (moving averages) */
+    bool surv_on_known, surv_off_known;
+    unsigned aging_phase;         /* minors since aging last turned on or off */
+    unsigned aging_left;          /* minors left in this trial or stop (0: aging, no trial) */
+    unsigned aging_backoff;       /* minors the next stop lasts */
+} policy_g;
+
+static uint32_t card_budget_for(unsigned threads);
+static size_t size_for_target(void);
+
+static double per_byte_ns(void)
+{
+    return policy_g.per_byte_known ? policy_g.per_byte_ns : PER_BYTE_NS_UNMEASURED;
+}
+
+static inline void put(uint64_t *field, uint64_t v)
+{
+    __atomic_store_n(field, v, __ATOMIC_RELAXED);
+}
+
+/* Pacing of concurrent majors. A mark that starts when allocated_since
+ * reaches `trigger` should end before the allowance is used up. The next
+ * mark is predicted to take live / mark_rate ns (the live size the last
+ * major found, at the rate marks got through it), and the program to
+ * allocate alloc_rate bytes per ns meanwhile: the trigger leaves room for
+ * 1.5 times that, between an eighth and seven eighths of the allowance;
+ * half of it before anything is measured. A mark still running when the
+ * allowance is used up is finished with the world stopped if synchronous
+ * majors are allowed; if not, the heap grows until the mark ends on its
+ * own (and the rates measured then start the next one earlier). */
+static void set_trigger(void)
+{
+    uint64_t a = policy_g.allowance, room = a / 2;
+    if (policy_g.measured && policy_g.mark_rate > 0) {
+        double wall = (double)a / policy_g.mark_rate, r = 1.5 * policy_g.alloc_rate * wall;
+        room = r < (double)a ? (uint64_t)r : a;
+    }
+    uint64_t t = room < a ? a - room : 0;
+    if (t < a / 8)
+        t = a / 8;
+    if (t > a - a / 8)
+        t = a - a / 8;
+    policy_g.trigger = lull_cfg.major == LULL_MAJOR_CONCURRENT ? t : a;
+}
+
+void lull_policy_init(void)
+{
+    policy_g.target_ns = lull_cfg.pause_target_ns;
+    policy_g.fixed_known = policy_g.per_byte_known = policy_g.said_unreachable = false;
+    policy_g.fixed_ns = policy_g.per_byte_ns = policy_g.predicted_ns = 0;
+    policy_g.promoted_ema = 0;
+    policy_g.promoted_known = false;
+    __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&policy_g.minors_for_cards, 0, __ATOMIC_RELAXED);
+    policy_g.idle_allocated = 0;
+    policy_g.idle_period_known = false;
+    policy_g.idle_period = 0;
+    policy_g.idle_pause_ns = policy_g.idle_ns = 0;
+    policy_g.idle_ns_known = false;
+    policy_g.idle_pause_known = policy_g.idle_minor = false;
+    policy_g.minors_since_idle_call = UINT64_MAX;
+    __atomic_store_n(&policy_g.minors_idle, 0, __ATOMIC_RELAXED);
+    policy_g.final_pause_ns = policy_g.sync_ns_per_live = 0;
+    policy_g.final_pause_known = policy_g.sync_known = false;
+    policy_g.live = 0;
+    __atomic_store_n(&policy_g.majors_idle, 0, __ATOMIC_RELAXED);
+    /* auto starts without aging, to measure what minors promote so. */
+    policy_g.aging_on = false;
+    policy_g.surv_on = policy_g.surv_off = 0;
+    policy_g.surv_on_known = policy_g.surv_off_known = false;
+    policy_g.aging_phase = 0;
+    policy_g.aging_left = AGING_STOP_MIN;
+    policy_g.aging_backoff = 2 * AGING_STOP_MIN;
+    policy_g.s_pp = policy_g.s_pc = policy_g.s_cc = policy_g.s_tp = policy_g.s_tc = 0;
+    policy_g.fit_known = policy_g.card_minor = false;
+    policy_g.card_ns = CARD_NS_UNMEASURED;
+    policy_g.copy_ns = 0;
+    policy_g.asked_card_ns = 0;
+    __atomic_store_n(&policy_g.card_budget, card_budget_for(1), __ATOMIC_RELAXED);
+    put(&policy_g.allocated_since, 0);
+    put(&policy_g.at_mark_start, 0);
+    policy_g.mark_start_ns = 0;
+    put(&policy_g.allowance, MIN_ALLOWANCE);
+    policy_g.alloc_rate = policy_g.mark_rate = 0;
+    policy_g.measured = false;
+    set_trigger();
+    /* The first nursery: nursery-size, or less if a minor of that many
+     * bytes is predicted to miss the target at the unmeasured cost. */
+    lull_nursery_resize(size_for_target());
+    policy_g.predicted_ns = per_byte_ns() * (double)lull_nursery_size();
+}
+
+void lull_policy_note_mark_start(void)
+{
+    put(&policy_g.at_mark_start, policy_g.allocated_since);
+    policy_g.mark_start_ns = lull_now_ns();
+}
+
+void lull_policy_note_allocated(uint64_t bytes)
+{
+    put(&policy_g.allocated_since, policy_g.allocated_since + bytes);
+}
+
+void lull_policy_note_unused(uint64_t bytes)
+{
+    put(&policy_g.allocated_since, bytes > policy_g.allocated_since ? 0 : policy_g.allocated_since - bytes);
+}
+
+static void average(double *v, double sample)
+{
+    *v = policy_g.measured ? (*v + sample) / 2 : sample;
+}
+
+void lull_policy_after_major(uint64_t live_bytes, double done)
+{
+    /* A concurrent major (its initial pause noted the start): measure. A
+     * mark the allowance cut short got through only `done` of the live
+     * heap in that time: counted as if it had got through all of it, the
+     * rate was too high, the next mark started too late and was cut short
+     * again (half the game loop's majors were synchronous). A mark that
+     * began with its allowance already used up (a large allocation took
+     * the program past both trigger and allowance at once) ran for no
+     * allocation at all: it measures neither rate. Counted, graph's first
+     * mark, begun after its 32 MB array, put the program's allocation rate
+     * at 0, and the next mark began at seven eighths of its allowance,
+     * 7.6 MiB before the end, and was cut short in turn. */
+    if (policy_g.mark_start_ns && policy_g.allocated_since >= policy_g.at_mark_start &&
+        policy_g.at_mark_start < policy_g.allowance) {
+        double wall = (double)(lull_now_ns() - policy_g.mark_start_ns);
+        if (wall < 1)
+            wall = 1;
+        /* The mark's own time ends where its background job did: the final
+         * pause may have waited for an idle call since (up to a frame). */
+        uint64_t done_ns = lull_mark_background_done_ns();
+        double mark_wall = done_ns > policy_g.mark_start_ns ? (double)(done_ns - policy_g.mark_start_ns) : wall;
+        if (mark_wall < 1)
+            mark_wall = 1;
+        bool had = policy_g.measured;
+        average(&policy_g.alloc_rate, (double)(policy_g.allocated_since - policy_g.at_mark_start) / wall);
+        /* A mark cut short before its job got through a quarter of the
+         * heap (graph's first, stopped as it began) says too little about
+         * the rate to go on: the last estimate stands, if there is one. */
+        if (done >= 0.25 || !had)
+            average(&policy_g.mark_rate, (done < 0.25 ? 0.25 : done) *
+                                             (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / mark_wall);
+        policy_g.measured = true;
+    }
+    put(&policy_g.allocated_since, 0);
+    put(&policy_g.at_mark_start, 0);
+    policy_g.mark_start_ns = 0;
+    put(&policy_g.allowance, live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE);
+    policy_g.live = live_bytes;
+    set_trigger();
+}
+
+/* ------------------------------------------------------------------------ */
+/* The nursery's size                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* The program calls lull_idle (at least once every third minor) and the
+ * minors run there fit the idle time it gives: those are its minors. */
+#define IDLE_MINORS_BETWEEN_CALLS 2u
+static bool calls_idle(void)
+{
+    return policy_g.minors_since_idle_call <= IDLE_MINORS_BETWEEN_CALLS;
+}
+
+static bool idle_minors_rule(void)
+{
+    /* An idle minor has run (idle_pause_known): so calls have come, and
+     * the allocation between them and the idle time are known. */
+    return calls_idle() && policy_g.idle_pause_known && policy_g.idle_pause_ns <= policy_g.idle_ns;
+}
+
+/* The rule. A minor's pause is modelled as
+ *     pause = fixed + per_byte * N
+ * where N is the nursery allocated since the previous minor; fixed is what
+ * does not depend on N (stopping and restarting the threads, scanning
+ * their stacks and pinning, rebuilding the free space: the pause minus the
+ * copying phase), and per_byte is the copying phase (precise roots
+ * forwarded, dirty cards scanned, survivors copied) divided by N, which is
+ * the survival rate times the cost per surviving byte plus the dirty cards
+ * per allocated byte times the cost per card, as this program behaves now.
+ * Both are exponential moving averages (weight 1/4 for the new sample; a
+ * minor of less than 64 KiB only updates `fixed`). Before the first is
+ * measured, fixed is taken as 0 and per_byte as PER_BYTE_NS_UNMEASURED, so
+ * the first nursery is min(nursery-size, target / 1.4 ns): at 2 ms
+ * 1.36 MiB, at the default 5 ms 3.4 MiB. After each minor the nursery is
+ * sized so that the next one is predicted to take the target:
+ *     N = (target - fixed) / per_byte
+ * cut to [256 KiB, nursery-size] and to at most twice the present size (a
+ * shrink is immediate, growth one doubling per minor: a phase of low
+ * survival that ends should not meet a huge nursery). When even 256 KiB is
+ * predicted to miss the target, the log says so once. */
+static size_t size_for_target(void)
+{
+    size_t ceiling = lull_nursery_ceiling(), floor = NURSERY_FLOOR < ceiling ? NURSERY_FLOOR : ceiling;
+    double per_byte = per_byte_ns();
+    double room = (double)policy_g.target_ns - policy_g.fixed_ns;
+    double n = room > 0 ? room / (per_byte > 1e-6 ? per_byte : 1e-6) : 0;
+    if (n < (double)floor) {
+        if (lull_cfg.log && !policy_g.said_unreachable)
+            fprintf(stderr, "lull: pause target %.3f ms cannot be met: a minor of the smallest nursery (%zu KiB) "
+                    "is predicted to take %.3f ms (%.3f ms fixed, %.3f ns per nursery byte); said once\n",
+                    (double)policy_g.target_ns / 1e6, floor >> 10,
+                    (policy_g.fixed_ns + per_byte * (double)floor) / 1e6, policy_g.fixed_ns / 1e6, per_byte);
+        policy_g.said_unreachable = true;
+        n = (double)floor;
+    }
+    double grow = 2.0 * (double)lull_nursery_size();
+    if (n > grow)
+        n = grow;
+    /* A program that calls lull_idle between its units of work: while the
+     * minors run there fit the idle time it gives, the nursery holds at
+     * least a unit's allocation and a quarter, so that no minor need come
+     * in the middle of a unit (lull_policy_idle_minor), even where the
+     * target alone would make it smaller, or cannot be met at all: those
+     * minors are in time the program said it had nothing to do, and they
+     * cost what a unit dirtied and kept, whatever the nursery's size (the
+     * per-byte model above does not describe them). A minor in the middle
+     * of a unit that allocates more than usual may then take longer than
+     * the target. The doubling limit does not hold back this size: the
+     * unit's allocation is measured, not guessed, and when the rule comes
+     * back (calls resume after units too long to leave idle time, which
+     * turned it off and let the target shrink the nursery) a nursery
+     * growing one doubling per minor would be filled in the middle of the
+     * next units, each such minor promoting a unit's temporaries (the game
+     * loop at 2 ms after a slow spell of the VM: 632 KiB for 1.3 MiB
+     * frames). With this and the nursery's growth at once, bench/gameloop
+     * --idle --scale 0.5 ran a third to a quarter as many minors in
+     * mid-frame during play (README, Performance, "At 3a79ef9"). */
+    if (idle_minors_rule() && n < 1.25 * policy_g.idle_period)
+        n = 1.25 * policy_g.idle_period;
+    return n > (double)ceiling ? ceiling : (size_t)n;
+}
+
+/* The card budget: the cards whose scan alone would take what the target
+ * leaves beyond a minor's fixed cost, shared evenly among the attached
+ * threads, each at least CARD_BUDGET_MIN. A program's usual minors stay
+ * below it (the nursery is sized for their cards and copying together:
+ * size_for_target), so it ends only a run of card marking the nursery's
+ * allocation does not explain. (With half of that, most of the game loop's
+ * minors at 2 ms came from the barrier a little early, half as many again
+ * as before.) LULL_GC_DEBUG=card-budget=N sets it. */
+static uint32_t card_budget_for(unsigned threads)
+{
+    if (lull_cfg.card_budget)
+        return lull_cfg.card_budget;      /* LULL_GC_DEBUG=card-budget=N */
+    /* While the minors run in idle time (size_for_target), the cards are
+     * theirs to scan, in the idle time given: a budget cut to the target
+     * brought them back into the frame (the game loop at 2 ms with one
+     * tracer: 1,065 such minors of 4,155). */
+    double target = (double)policy_g.target_ns;
+    if (idle_minors_rule() && policy_g.idle_ns > target)
+        target = policy_g.idle_ns;
+    double room = target - policy_g.fixed_ns;
+    double total = room > 0 ? room / lull_policy_card_ns() : 0;
+    double per = total / (threads ? threads : 1);
+    return per < CARD_BUDGET_MIN ? CARD_BUDGET_MIN : per > (double)(1u << 30) ? (1u << 30) : (uint32_t)per;
+}
+
+static void ema(double *v, bool *known, double sample)
+{
+    *v = *known ? *v + (sample - *v) / 4 : sample;
+    *known = true;
+}
+
+/* The same, for a pause: a sample counts at most twice the average, so
+ * that one pause the VM stretched does not flip a rule that compares the
+ * average with an idle time. */
+static void ema_pause(double *v, bool *known, double sample)
+{
+    ema(v, known, *known && sample > 2 * *v ? 2 * *v : sample);
+}
+
+/* The cost of a dirty card. A minor's copying phase takes about
+ *     trace_ns = a * promoted + b * cards
+ * (promoted: the bytes it copied out of the nursery; cards: dirty cards
+ * scanned). a and b are fitted by least squares over every minor so far,
+ * each sum a moving average (weight 1/8 for the newest minor), and b is
+ * taken as the cost of a card once the two have varied apart enough to
+ * tell them apart (their squared correlation below 0.9) and b comes out
+ * positive; until then a card is taken to cost CARD_NS_UNMEASURED. Bounded
+ * to [CARD_NS_MIN, CARD_NS_MAX]. a, when positive, is the cost of a
+ * promoted byte (note_asked_minor). */
+static void fit_card_cost(double p, double c, double t)
+{
+    double w = policy_g.fit_known ? 1.0 / 8 : 1.0;
+    policy_g.s_pp += w * (p * p - policy_g.s_pp);
+    policy_g.s_pc += w * (p * c - policy_g.s_pc);
+    policy_g.s_cc += w * (c * c - policy_g.s_cc);
+    policy_g.s_tp += w * (t * p - policy_g.s_tp);
+    policy_g.s_tc += w * (t * c - policy_g.s_tc);
+    policy_g.fit_known = true;
+    double det = policy_g.s_pp * policy_g.s_cc - policy_g.s_pc * policy_g.s_pc;
+    if (!(det > 0.1 * policy_g.s_pp * policy_g.s_cc))
+        return;
+    double b = (policy_g.s_pp * policy_g.s_tc - policy_g.s_pc * policy_g.s_tp) / det;
+    double a = (policy_g.s_cc * policy_g.s_tp - policy_g.s_pc * policy_g.s_tc) / det;
+    if (b > 0)
+        policy_g.card_ns = b < CARD_NS_MIN ? CARD_NS_MIN : b > CARD_NS_MAX ? CARD_NS_MAX : b;
+    if (a > 0)
+        policy_g.copy_ns = a;
+}
+
+/* The cost of a card the budget counts with: the fitted one, or more if
+ * the minors the barrier asked for took more per card: their copying
+ * phase less the copying of what they promoted (at the fitted cost of a
+ * promoted byte, PER_BYTE_NS_UNMEASURED until there is one), over their
+ * cards (moving average, weight 1/2). The fit follows the usual minors,
+ * whose cards are few: on bench/graph at 2 ms it said 30 ns while the
+ * edge loop's scattered cards took 75 (a budget of 64,000 cards, minors of
+ * 4.8-6.4 ms). Until the barrier has asked for one, a card is taken to
+ * cost ASKED_CARD_NS_UNMEASURED at least: the first such minor on graph
+ * scanned 64,000 cards in 6-7 ms.
+ *
+ * The copying is taken out because the barrier may ask in the middle of
+ * the program's work, when all it has allocated is still alive: the game
+ * loop's such minors promoted 1.1 MiB of 1.1 MiB handed out. Counted as
+ * the cards' cost, that made a card cost 2 us (CARD_NS_MAX), the budget
+ * 1,024 cards, and 4,023 of 5,853 minors the barrier's, each mid-frame with
+ * everything surviving: the estimate fed itself. */
+#define ASKED_MIN_CARDS 1024u
+#define ASKED_CARD_NS_UNMEASURED 100.0   /* until one is measured (bench/graph's edge loop: 75-112 ns) */
+static void note_asked_minor(uint64_t promoted, uint64_t cards, uint64_t trace_ns)
+{
+    if (cards < ASKED_MIN_CARDS)
+        return;
+    double copy = (double)promoted * (policy_g.copy_ns > 0 ? policy_g.copy_ns : PER_BYTE_NS_UNMEASURED);
+    double per = ((double)trace_ns > copy ? (double)trace_ns - copy : 0) / (double)cards;
+    if (per < CARD_NS_MIN)
+        per = CARD_NS_MIN;
+    policy_g.asked_card_ns = policy_g.asked_card_ns > 0 ? (policy_g.asked_card_ns + per) / 2 : per;
+}
+
+void lull_policy_set_card_budgets(uint64_t promoted, uint64_t cards, uint64_t trace_ns)
+{
+    fit_card_cost((double)promoted, (double)cards, (double)trace_ns);
+    if (policy_g.card_minor)
+        note_asked_minor(promoted, cards, trace_ns);
+    uint32_t b = card_budget_for(lull_threads_count());
+    __atomic_store_n(&policy_g.card_budget, b, __ATOMIC_RELAXED);
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        t->tlab->cards_left = b;
+}
+
+void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns)
+{
+    /* A minor the barrier asked for scanned more cards per nursery byte
+     * than the program's usual minors: it says nothing of those, unless
+     * it came with a quarter of the nursery or more handed out. */
+    if (handed >= MIN_SAMPLE && (!policy_g.card_minor || handed >= lull_nursery_size() / 4))
+        ema(&policy_g.per_byte_ns, &policy_g.per_byte_known, (double)trace_ns / (double)handed);
+    if (policy_g.idle_minor && pause_ns) {
+        ema_pause(&policy_g.idle_pause_ns, &policy_g.idle_pause_known, (double)pause_ns);
+    }
+    if (policy_g.minors_since_idle_call < UINT64_MAX)
+        policy_g.minors_since_idle_call++;
+    policy_g.card_minor = false;
+    if (pause_ns) {
+        ema(&policy_g.fixed_ns, &policy_g.fixed_known, pause_ns > trace_ns ? (double)(pause_ns - trace_ns) : 0);
+        if (pause_ns > policy_g.target_ns)
+            __atomic_fetch_add(&policy_g.over_target, 1, __ATOMIC_RELAXED);
+    }
+    size_t n = size_for_target();
+    lull_nursery_resize(n);
+    policy_g.predicted_ns = policy_g.fixed_ns + per_byte_ns() * (double)lull_nursery_size();
+    policy_g.idle_minor = false;
+}
+
+/* Idle time. A program that calls lull_idle between units of its work (a
+ * game at the end of each frame's work, before its deadline) says when
+ * the objects those units used are dead: a minor then promotes what lives
+ * on, not the unit's temporaries, which a minor in the middle of a unit
+ * would promote too (the game loop at pause-target=2ms promotes 89% of its
+ * allocation that way, 62% at the default: bench/gameloop's survival_pct).
+ * The rule: run a minor now when the nursery would fill before the next
+ * call (what is handed out plus the allocation between two calls reaches
+ * the nursery's size), and the minor is predicted within the idle time
+ * given: the average pause of the minors run in idle time, or before one
+ * has run the model's fixed + per_byte * handed out; `left_ns` is what
+ * is left of the idle time after a major's pause run first in it
+ * (lull_policy_idle_major). Else nothing: the
+ * minor comes when the nursery fills, as it would have. The first call
+ * only starts the count of allocation between calls. Once such minors
+ * run, they set the nursery's size and the card budget too
+ * (idle_minors_rule). */
+bool lull_policy_idle_minor(uint64_t idle_ns, uint64_t left_ns, uint64_t allocated)
+{
+    if (policy_g.idle_ns_known) {
+        uint64_t since = allocated > policy_g.idle_allocated ? allocated - policy_g.idle_allocated : 0;
+        ema(&policy_g.idle_period, &policy_g.idle_period_known, (double)since);
+    }
+    policy_g.idle_allocated = allocated;
+    policy_g.minors_since_idle_call = 0;
+    ema(&policy_g.idle_ns, &policy_g.idle_ns_known, (double)idle_ns);
+    uint64_t handed = lull_nursery_handed();
+    if (!handed || !policy_g.idle_period_known)
+        return false;
+    double predicted = policy_g.idle_pause_known ? policy_g.idle_pause_ns
+                                                 : policy_g.fixed_ns + per_byte_ns() * (double)handed;
+    if (predicted > (double)left_ns)
+        return false;
+    if ((double)handed + policy_g.idle_period < (double)lull_nursery_size())
+        return false;
+    __atomic_fetch_add(&policy_g.minors_idle, 1, __ATOMIC_RELAXED);
+    policy_g.idle_minor = true;
+    return true;
+}
+
+/* A major's pause, for lull_policy_idle_major's predictions: a final
+ * pause that found the background work done, or a synchronous major
+ * (per live byte it found). A pause the VM stretched counts at most twice
+ * the average, as the idle minors' do. */
+void lull_policy_after_major_pause(bool final, bool synchronous, uint64_t pause_ns, uint64_t live)
+{
+    if (final && !synchronous)
+        ema_pause(&policy_g.final_pause_ns, &policy_g.final_pause_known, (double)pause_ns);
+    else if (!final && synchronous && live)
+        ema_pause(&policy_g.sync_ns_per_live, &policy_g.sync_known, (double)pause_ns / (double)live);
+}
+
+/* A final pause, predicted: the average of the last ones, or before one
+ * has been measured, the fixed cost of a minor's pause (stopping the
+ * world and scanning its roots, which a final pause does too; 0 before a
+ * minor has measured it). */
+static double predicted_final_pause_ns(void)
+{
+    if (policy_g.final_pause_known)
+        return policy_g.final_pause_ns;
+    return policy_g.fixed_known ? policy_g.fixed_ns : 0;
+}
+
+/* A synchronous major's pause, predicted: per live byte as the last ones
+ * took, or before one has run, the live heap at the rate the concurrent
+ * marks got through it (with the program running beside them: the world
+ * stopped, the markers have the machine). Unknown (INFINITY) before a
+ * major has measured either. */
+static double predicted_sync_major_ns(void)
+{
+    if (policy_g.sync_known)
+        return policy_g.sync_ns_per_live * (double)policy_g.live;
+    if (policy_g.measured && policy_g.mark_rate > 0)
+        return (double)policy_g.live / policy_g.mark_rate;
+    return INFINITY;
+}
+
+/* Idle time, for the majors (lull_idle asks before the minor rule). The
+ * final pause of a concurrent mark whose background work is done comes at
+ * the next allocation that asks the policy; in idle time it lands between
+ * the program's units of work instead: run it now when its pause is
+ * predicted to fit `idle_ns` (predicted_final_pause_ns). An evacuating major the heap's
+ * fragmentation asks for (lull_policy_prefers_evacuation) runs now when
+ * it is predicted to fit (predicted_sync_major_ns): a game's loading
+ * screen, a server's quiet spell. Else -1. */
+int lull_policy_idle_major(uint64_t idle_ns, const char **reason)
+{
+    int what = -1;
+    if (lull_marking()) {
+        if (lull_mark_ready() && predicted_final_pause_ns() <= (double)idle_ns) {
+            *reason = "idle time, concurrent mark done";
+            what = LULL_COLLECT_MAJOR_FINISH;
+        }
+    } else if (lull_policy_prefers_evacuation() && predicted_sync_major_ns() <= (double)idle_ns) {
+        *reason = "idle time, heap fragmented";
+        what = LULL_GEN_MAJOR;
+    }
+    if (what >= 0)
+        __atomic_fetch_add(&policy_g.majors_idle, 1, __ATOMIC_RELAXED);
+    return what;
+}
+
+/* Aging (promotion-age=auto; nursery.h has the mechanism). An aged byte
+ * costs a copy within the nursery, and saves the major heap a promoted
+ * byte (its marking, its sweeping, the room it holds) only if it dies
+ * before the next minor; and since the pause target counts the aged
+ * copies in a minor's cost, the nursery shrinks while minors age, so that
+ * more of each survives its first minor. What settles it is what minors
+ * promote of what they were handed out, with aging and without: moving
+ * averages (weight 1/4) of promoted / handed out over the minors of each
+ * kind (a major's minor, which promotes all, or one of less than
+ * AGING_MIN_SAMPLE handed out, does not count, nor the first minor after
+ * a switch, which promotes what aged before it or, after a stop, nothing).
+ * Minors start without aging, for AGING_STOP_MIN; then a trial of
+ * AGING_TRIAL aging minors. Aging stays on while it promotes at most
+ * AGING_GAIN of what minors promoted without it; else it stops, for twice
+ * as long as the last stop (at most AGING_STOP_MAX minors), then another
+ * trial; a trial that passes brings the stop back to the least.
+ * Measured with promotion-age=2 (bench/run; README, Performance, "At
+ * promotion-age"): GCBench's temporary trees outlive one minor but not
+ * two (4-5% of its allocation promoted against 15-19%: 0.5-0.9x the
+ * time); graph's nodes live on, and the game loop's temporaries outlive
+ * several minors at 2 ms, while at 5 ms the shrunken nursery promotes
+ * more than without aging (81% against 59%): aging costs them 1.4x and
+ * 1.6x the time, and auto 1.01-1.07x. promotion-age=2 ages always, 1
+ * never. */
+bool lull_policy_aging(void)
+{
+    return lull_cfg.promotion_age == 2 || (lull_cfg.promotion_age == LULL_PROMOTION_AGE_AUTO && policy_g.aging_on);
+}
+
+static void aging_switch(bool on, unsigned left)
+{
+    policy_g.aging_on = on;
+    policy_g.aging_phase = 0;
+    policy_g.aging_left = left;
+}
+
+void lull_policy_note_aging(bool may_age, uint64_t handed, uint64_t promoted)
+{
+    if (lull_cfg.promotion_age != LULL_PROMOTION_AGE_AUTO || !may_age)
+        return;
+    policy_g.aging_phase++;
+    if (policy_g.aging_phase > 1 && handed >= AGING_MIN_SAMPLE) {
+        double r = (double)promoted / (double)handed;
+        if (policy_g.aging_on)
+            ema(&policy_g.surv_on, &policy_g.surv_on_known, r);
+        else
+            ema(&policy_g.surv_off, &policy_g.surv_off_known, r);
+    }
+    if (policy_g.aging_left && --policy_g.aging_left)
+        return;                  /* a stop or a trial goes on */
+    if (!policy_g.aging_on) {
+        policy_g.surv_on_known = false;          /* the trial measures afresh */
+        aging_switch(true, AGING_TRIAL);
+        return;
+    }
+    /* The end of a trial, or a minor that aged after one passed. */
+    bool pays = policy_g.surv_on_known && policy_g.surv_off_known &&
+                policy_g.surv_on <= AGING_GAIN * policy_g.surv_off;
+    if (pays) {
+        policy_g.aging_backoff = AGING_STOP_MIN;
+        return;
+    }
+    if (!policy_g.surv_on_known)
+        return;                  /* nothing measured yet: age on */
+    aging_switch(false, policy_g.aging_backoff);
+    policy_g.aging_backoff = policy_g.aging_backoff * 2 > AGING_STOP_MAX ? AGING_STOP_MAX : policy_g.aging_backoff * 2;
+}
+
+uint64_t lull_policy_majors_idle(void)
+{
+    return __atomic_load_n(&policy_g.majors_idle, __ATOMIC_RELAXED);
+}
+
+uint64_t lull_policy_minors_idle(void)
+{
+    return __atomic_load_n(&policy_g.minors_idle, __ATOMIC_RELAXED);
+}
+
+uint64_t lull_policy_minors_for_cards(void)
+{
+    return __atomic_load_n(&policy_g.minors_for_cards, __ATOMIC_RELAXED);
+}
+
+double lull_policy_card_ns(void)
+{
+    double asked = policy_g.asked_card_ns > 0 ? policy_g.asked_card_ns : ASKED_CARD_NS_UNMEASURED;
+    double c = policy_g.card_ns > asked ? policy_g.card_ns : asked;
+    return c > CARD_NS_MAX ? CARD_NS_MAX : c;
+}
+
+uint32_t lull_policy_card_budget(void)
+{
+    return __atomic_load_n(&policy_g.card_budget, __ATOMIC_RELAXED);
+}
+
+void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance)
+{
+    *trigger = policy_g.trigger;
+    *allowance = policy_g.allowance;
+}
+
+void lull_policy_note_promoted(uint64_t bytes)
+{
+    ema(&policy_g.promoted_ema, &policy_g.promoted_known, (double)bytes);
+}
+
+/* EMPTY blocks kept ready for promotion (major.c): twice what a minor
+ * promotes on average, at most 64 MiB. */
+#define MAX_BLOCK_RESERVE ((uint64_t)64 << 20)
+uint64_t lull_policy_block_reserve(void)
+{
+    double r = 2 * policy_g.promoted_ema;
+    return r < (double)MAX_BLOCK_RESERVE ? (uint64_t)r : MAX_BLOCK_RESERVE;
+}
+
+double lull_policy_predicted_minor_ns(void)
+{
+    return policy_g.predicted_ns;
+}
+
+uint64_t lull_policy_minors_over_target(void)
+{
+    return __atomic_load_n(&policy_g.over_target, __ATOMIC_RELAXED);
+}
+
+uint64_t lull_policy_pause_target(void)
+{
+    return __atomic_load_n(&policy_g.target_ns, __ATOMIC_RELAXED);
+}
+
+void lull_policy_set_pause_target(uint64_t ns)
+{
+    __atomic_store_n(&policy_g.target_ns, ns, __ATOMIC_RELAXED);
+    policy_g.said_unreachable = false;
+    /* Resize now on what is known; a larger size waits for the next minor. */
+    lull_nursery_resize(size_for_target());
+}
+
+static bool major_due(void)
+{
+    return policy_g.allocated_since >= policy_g.trigger;
+}
+
+static bool over_allowance(void)
+{
+    return policy_g.allocated_since >= policy_g.allowance;
+}
+
+/* A synchronous major is worth its pause when synchronous majors are
+ * allowed and evacuation would give back a quarter of the heap, at
+ * least 8 MiB (the last major's sweep measured it: the free slots of the
+ * sparse blocks of the size classes evacuation would empty, major.c). A
+ * concurrent major never moves anything, so a heap fragmented by a phase
+ * of the program that freed most of what it allocated keeps its sparse
+ * blocks until a synchronous one runs. */
+#define FRAGMENTED_MIN ((uint64_t)8 << 20)
+bool lull_policy_prefers_evacuation(void)
+{
+    uint64_t f = lull_major_fragmented_bytes();
+    return lull_cfg.major == LULL_MAJOR_CONCURRENT && lull_synchronous_major_allowed() && f >= FRAGMENTED_MIN &&
+           f >= (uint64_t)lull_heap_bytes_held() / 4;
+}
+
+/* A major is due: a concurrent one, or a synchronous one with major=stw
+ * or when the heap is fragmented enough to evacuate. Not the evacuating
+ * one while the program calls lull_idle between its units of work (at
+ * least every third minor): this is the middle of a unit, and an
+ * evacuating major stops the world for the whole mark (the game loop's:
+ * 44-146 ms, every ~330 collections, where its concurrent majors' pauses
+ * are 1-3 ms). It waits for an idle call long enough for it
+ * (lull_policy_idle_major), an explicit lull_collect, or an allocation
+ * that fails; meanwhile the majors are concurrent and the sparse blocks'
+ * free slots are refilled where they are. */
+static int start_major(const char **reason)
+{
+    if (lull_cfg.major != LULL_MAJOR_CONCURRENT)
+        return LULL_GEN_MAJOR;
+    if (lull_policy_prefers_evacuation()) {
+        if (calls_idle()) {
+            *reason = "allowance used up (heap fragmented: evacuation waits for idle time)";
+            return LULL_COLLECT_MAJOR_START;
+        }
+        *reason = "allowance used up, heap fragmented";
+        return LULL_GEN_MAJOR;
+    }
+    return LULL_COLLECT_MAJOR_START;
+}
+
+/* A done mark's final pause, asked for by an allocation, waits for the
+ * next lull_idle call while the program makes them (at least every third
+ * minor), the final pauses fit the idle time it gives (on average:
+ * predicted_final_pause_ns) and the allowance is not used up: an allocation is in
+ * the middle of a unit of work. Without the wait, the allocation that
+ * follows the background's end takes the pause: in the game loop, every
+ * one of them, mid-frame. */
+static bool final_pause_waits_for_idle(void)
+{
+    return calls_idle() && !over_allowance() &&
+           predicted_final_pause_ns() <= policy_g.idle_ns;
+}
+
+/* While a concurrent mark runs: its final pause once the background work
+ * is done; with the world stopped once the allowance is used up, when
+ * synchronous majors are allowed; else `otherwise`. */
+static int while_marking(int otherwise, const char **reason)
+{
+    if (lull_mark_ready()) {
+        if (final_pause_waits_for_idle())
+            return otherwise;
+        *reason = "concurrent mark done";
+        return LULL_COLLECT_MAJOR_FINISH;
+    }
+    if (over_allowance() && lull_synchronous_major_allowed()) {
+        *reason = "allowance used up before the concurrent mark ended";
+        return LULL_COLLECT_MAJOR_FINISH;
+    }
+    return otherwise;
+}
+
+int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **reason)
+{
+    switch (ev) {
+    case LULL_POLICY_SLOW_ALLOC: {
+        int what = -1;
+        if (lull_marking()) {
+            *reason = "";
+            what = while_marking(-1, reason);
+        } else if (major_due()) {
+            *reason = "allowance used up";
+            what = start_major(reason);
+        }
+        if (what < 0 && lull_los_young_bytes() >= lull_nursery_size()) {
+            /* Large objects are young until a minor judges them (heap.h);
+             * a program that allocates only those would never see one. */
+            *reason = "young large objects";
+            what = LULL_GEN_NURSERY;
+        }
+        return what;
+    }
+    case LULL_POLICY_CARDS:
+        *reason = "dirty cards";
+        __atomic_fetch_add(&policy_g.minors_for_cards, 1, __ATOMIC_RELAXED);
+        policy_g.card_minor = true;
+        return LULL_GEN_NURSERY;
+    case LULL_POLICY_NURSERY_FULL:
+        /* Only a pause with a minor empties the nursery: a minor, or a
+         * synchronous major (major=stw: the minor would promote into a
+         * heap already due for one). A concurrent major's pauses run no
+         * minor (mark.h); the allocation's next decision point starts or
+         * finishes it. */
+        *reason = "nursery full";
+        if (!lull_marking() && major_due() && lull_cfg.major != LULL_MAJOR_CONCURRENT) {
+            *reason = "allowance used up";
+            return LULL_GEN_MAJOR;
+        }
+        return LULL_GEN_NURSERY;
+    case LULL_POLICY_OUT_OF_MEMORY:
+        /* Synchronous whatever the switch says (API.md): the allocation
+         * fails otherwise. A running concurrent mark is finished. */
+        *reason = "allocation failed";
+        return LULL_GEN_MAJOR;
+    case LULL_POLICY_DEBUG_TICK:
+        /* Every collect-every-th allocation, every fourth time a major;
+         * with concurrent majors, every fourth time one starts or (the
+         * next such time) ends, so marks run across three minors. */
+        *reason = "collect-every";
+        if (!lull_cfg.collect_every || arg % lull_cfg.collect_every)
+            return -1;
+        if ((arg / lull_cfg.collect_every) % 4)
+            return LULL_GEN_NURSERY;
+        if (lull_cfg.major != LULL_MAJOR_CONCURRENT)
+            return LULL_GEN_MAJOR;
+        return lull_marking() ? LULL_COLLECT_MAJOR_FINISH : LULL_COLLECT_MAJOR_START;
+    }
+    LULL_ASSERT(!"unknown policy event");
+    return -1;
+}
+
+size_t lull_policy_size_heap(lull_config *cfg)
+{
+    /* The range: max-heap-size caps what is in use, so a little more than
+     * it is reserved (large objects need contiguous runs). */
+    size_t reserve = DEFAULT_RESERVE;
+    if (cfg->max_heap_size) {
+        size_t want = lull_align_up(cfg->max_heap_size, LULL_BLOCK_SIZE) * 2;
+        if (want < MIN_RESERVE)
+            want = MIN_RESERVE;
+        if (want < reserve)
+            reserve = want;
+    }
+    /* The nursery: a power of two at most an eighth of max-heap-size. */
+    while (cfg->max_heap_size && cfg->nursery_size > cfg->max_heap_size / 8 && cfg->nursery_size > MIN_NURSERY)
+        cfg->nursery_size /= 2;
+    return reserve;
+}
+
+/* The share of the running mark's runway (from the allocation at its start
+ * to the allowance) the program has allocated since: 0 at the start, 1
+ * when the allowance is used up (more when the heap grew past it). Read
+ * without the gc lock by the preclean (mark.c: preclean_step), so its
+ * three fields may come from moments a few allocations apart. */
+double lull_policy_runway_used(void)
+{
+    uint64_t since = __atomic_load_n(&policy_g.allocated_since, __ATOMIC_RELAXED);
+    uint64_t start = __atomic_load_n(&policy_g.at_mark_start, __ATOMIC_RELAXED);
+    uint64_t a = __atomic_load_n(&policy_g.allowance, __ATOMIC_RELAXED);
+    if (a <= start)
+        return 1.0;
+    return since <= start ? 0.0 : (double)(since - start) / (double)(a - start);
+}

@@ -1,0 +1,187 @@
+#include "gc/stats.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "gc/collect.h"
+#include "space/heap.h"
+#include "space/nursery.h"
+#include "gc/policy.h"
+#include "gc/threads.h"
+#include "base/util.h"
+
+unsigned lull_hist_bucket_of(uint64_t v)
+{
+    const unsigned sub = 1u << LULL_HIST_SUB_BITS;
+    if (v < sub)
+        return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v);       /* >= SUB_BITS */
+    unsigned s = (unsigned)(v >> (e - LULL_HIST_SUB_BITS)) & (sub - 1);
+    return (e - LULL_HIST_SUB_BITS + 1) * sub + s;
+}
+
+/* The largest value that falls into bucket b. */
+static uint64_t bucket_upper(unsigned b)
+{
+    const unsigned sub = 1u << LULL_HIST_SUB_BITS;
+    if (b < sub)
+        return b;
+    unsigned e = b / sub + LULL_HIST_SUB_BITS - 1;
+    uint64_t s = b % sub;
+    uint64_t lo = ((uint64_t)1 << e) | (s << (e - LULL_HIST_SUB_BITS));
+    return lo + (((uint64_t)1 << (e - LULL_HIST_SUB_BITS)) - 1);
+}
+
+void lull_hist_add(lull_histogram *h, uint64_t v)
+{
+    h->bucket[lull_hist_bucket_of(v)]++;
+    h->count++;
+    h->total += v;
+    if (v > h->max)
+        h->max = v;
+}
+
+uint64_t lull_hist_quantile(const lull_histogram *h, double q)
+{
+    if (!h->count)
+        return 0;
+    uint64_t rank = (uint64_t)(q * (double)h->count + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > h->count)
+        rank = h->count;
+    uint64_t seen = 0;
+    for (unsigned b = 0; b < LULL_HIST_BUCKETS; b++) {
+        seen += h->bucket[b];
+        if (seen >= rank) {
+            uint64_t up = bucket_upper(b);
+            return up < h->max ? up : h->max;
+        }
+    }
+    return h->max;
+}
+
+/* The statistics: one instance, under its own lock (written by the
+ * thread that collected, read by lull_get_stats from any thread). */
+static struct {
+    pthread_mutex_t stats_lock;
+    lull_histogram pauses, pauses_by_kind[2];   /* [LULL_PAUSE_MINOR/MAJOR] */
+    uint64_t collections_minor, collections_major, collections_major_sync;
+    uint64_t live_after_major;
+    uint64_t bytes_promoted, bytes_aged;
+    uint64_t objects_evacuated, bytes_evacuated;
+    /* Updated without the lock (the queueing happens in a pause). */
+    atomic_uint_fast64_t finalizers_queued, finalizers_run;
+} stats_g = { .stats_lock = PTHREAD_MUTEX_INITIALIZER };
+
+void lull_stats_lock_for_fork(void)
+{
+    pthread_mutex_lock(&stats_g.stats_lock);
+}
+
+void lull_stats_unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&stats_g.stats_lock);
+}
+
+void lull_stats_reset(void)
+{
+    pthread_mutex_lock(&stats_g.stats_lock);
+    memset(&stats_g.pauses, 0, sizeof stats_g.pauses);
+    memset(stats_g.pauses_by_kind, 0, sizeof stats_g.pauses_by_kind);
+    stats_g.collections_minor = stats_g.collections_major = stats_g.collections_major_sync = 0;
+    stats_g.live_after_major = 0;
+    stats_g.bytes_promoted = stats_g.bytes_aged = 0;
+    stats_g.objects_evacuated = stats_g.bytes_evacuated = 0;
+    atomic_store(&stats_g.finalizers_queued, 0);
+    atomic_store(&stats_g.finalizers_run, 0);
+    pthread_mutex_unlock(&stats_g.stats_lock);
+}
+
+void lull_stats_note_finalizers(uint64_t queued, uint64_t run)
+{
+    if (queued)
+        atomic_fetch_add_explicit(&stats_g.finalizers_queued, queued, memory_order_relaxed);
+    if (run)
+        atomic_fetch_add_explicit(&stats_g.finalizers_run, run, memory_order_relaxed);
+}
+
+void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
+{
+    pthread_mutex_lock(&stats_g.stats_lock);
+    lull_hist_add(&stats_g.pauses, ns);
+    lull_hist_add(&stats_g.pauses_by_kind[kind], ns);
+    pthread_mutex_unlock(&stats_g.stats_lock);
+}
+
+void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes,
+                                  uint64_t promoted_bytes, uint64_t aged_bytes)
+{
+    pthread_mutex_lock(&stats_g.stats_lock);
+    stats_g.bytes_promoted += promoted_bytes;
+    stats_g.bytes_aged += aged_bytes;
+    if (kind == LULL_PAUSE_MINOR) {
+        stats_g.collections_minor++;
+    } else {
+        stats_g.collections_major++;
+        if (synchronous)
+            stats_g.collections_major_sync++;
+        stats_g.live_after_major = live_bytes;
+    }
+    pthread_mutex_unlock(&stats_g.stats_lock);
+}
+
+void lull_stats_note_evacuated(uint64_t objects, uint64_t bytes)
+{
+    pthread_mutex_lock(&stats_g.stats_lock);
+    stats_g.objects_evacuated += objects;
+    stats_g.bytes_evacuated += bytes;
+    pthread_mutex_unlock(&stats_g.stats_lock);
+}
+
+void lull_get_stats(lull_stats *s)
+{
+    if (!s)
+        lull_fatal("lull_get_stats", "stats is NULL");
+    memset(s, 0, sizeof *s);
+    pthread_mutex_lock(&stats_g.stats_lock);
+    s->collections_minor = stats_g.collections_minor;
+    s->collections_major = stats_g.collections_major;
+    s->collections_major_sync = stats_g.collections_major_sync;
+    s->pauses = stats_g.pauses.count;
+    s->pause_total_ns = stats_g.pauses.total;
+    s->pause_max_ns = stats_g.pauses.max;
+    s->pause_p50_ns = lull_hist_quantile(&stats_g.pauses, 0.50);
+    s->pause_p95_ns = lull_hist_quantile(&stats_g.pauses, 0.95);
+    s->pause_p99_ns = lull_hist_quantile(&stats_g.pauses, 0.99);
+    s->live_bytes_after_major = stats_g.live_after_major;
+    s->bytes_promoted = stats_g.bytes_promoted;
+    s->bytes_aged = stats_g.bytes_aged;
+    s->objects_evacuated = stats_g.objects_evacuated;
+    s->bytes_evacuated = stats_g.bytes_evacuated;
+    s->finalizers_queued = atomic_load_explicit(&stats_g.finalizers_queued, memory_order_relaxed);
+    s->finalizers_run = atomic_load_explicit(&stats_g.finalizers_run, memory_order_relaxed);
+    const lull_histogram *mi = &stats_g.pauses_by_kind[LULL_PAUSE_MINOR], *ma = &stats_g.pauses_by_kind[LULL_PAUSE_MAJOR];
+    s->pauses_minor = mi->count;
+    s->pause_minor_max_ns = mi->max;
+    s->pause_minor_p50_ns = lull_hist_quantile(mi, 0.50);
+    s->pause_minor_p99_ns = lull_hist_quantile(mi, 0.99);
+    s->pauses_major = ma->count;
+    s->pause_major_max_ns = ma->max;
+    s->pause_major_p50_ns = lull_hist_quantile(ma, 0.50);
+    s->pause_major_p99_ns = lull_hist_quantile(ma, 0.99);
+    pthread_mutex_unlock(&stats_g.stats_lock);
+    if (lull_is_initialised())
+        s->bytes_allocated = lull_threads_allocated_bytes();
+    s->heap_bytes = lull_heap_bytes_held();
+    if (lull_is_initialised()) {
+        s->heap_empty_bytes = lull_major_empty_bytes();
+        s->minors_over_target = lull_policy_minors_over_target();
+        s->minors_for_cards = lull_policy_minors_for_cards();
+        s->minors_idle = lull_policy_minors_idle();
+        s->majors_idle = lull_policy_majors_idle();
+        s->pause_target_ns = lull_policy_pause_target();
+        s->nursery_bytes = lull_nursery_size();
+    }
+}

@@ -1,0 +1,147 @@
+/* threads.c — attach, detach, and the registry of attached threads. */
+#include "gc/threads.h"
+#include "space/nursery.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/collect.h"
+#include "gc/policy.h"
+#include "base/util.h"
+
+__thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
+
+/* The thread registry: one instance, written with the gc lock held
+ * (attach, detach, the exit destructor), read by the stopper with the
+ * world stopped. The exit key is created once per process. */
+static struct {
+    lull_thread *registry;
+    unsigned registry_count;
+    uint64_t allocated_by_detached;
+    pthread_key_t exit_key;
+    pthread_once_t exit_key_once;
+} threads_g = { .exit_key_once = PTHREAD_ONCE_INIT };
+
+lull_thread *lull_threads_first(void) { return threads_g.registry; }
+unsigned lull_threads_count(void) { return threads_g.registry_count; }
+
+/* A thread that exits attached is detached here, by its key's destructor,
+ * before the thread is gone: the collector never signals a dead thread. */
+static void thread_exit_destructor(void *p)
+{
+    if (p && lull_thread_self == p)
+        lull_threads_detach();
+}
+
+static void make_exit_key(void)
+{
+    if (pthread_key_create(&threads_g.exit_key, thread_exit_destructor) != 0)
+        lull_fatal("lull_init", "pthread_key_create failed");
+}
+
+void lull_threads_init(void)
+{
+    pthread_once(&threads_g.exit_key_once, make_exit_key);
+    threads_g.registry = NULL;
+    threads_g.registry_count = 0;
+    threads_g.allocated_by_detached = 0;
+}
+
+uint64_t lull_threads_allocated_bytes_locked(void)
+{
+    uint64_t sum = threads_g.allocated_by_detached;
+    for (lull_thread *t = threads_g.registry; t; t = t->next)
+        sum += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+    return sum;
+}
+
+uint64_t lull_threads_allocated_bytes(void)
+{
+    lull_gc_lock();
+    uint64_t sum = lull_threads_allocated_bytes_locked();
+    lull_gc_unlock();
+    return sum;
+}
+
+static int stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return -1;
+    int r = pthread_attr_getstack(&attr, &addr, &size);
+    pthread_attr_destroy(&attr);
+    if (r != 0)
+        return -1;
+    *lo = (uintptr_t)addr;
+    *hi = (uintptr_t)addr + size;
+    return 0;
+}
+
+void lull_threads_after_fork_child(void)
+{
+    lull_thread *self = lull_thread_self, *next;
+    for (lull_thread *t = threads_g.registry; t; t = next) {
+        next = t->next;
+        if (t == self)
+            continue;
+        lull_nursery_retire_tlab(t);   /* its TLS is still mapped in the child */
+        threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+        lull_major_drop_caches(&t->caches);
+        free(t);
+    }
+    threads_g.registry = self;
+    threads_g.registry_count = self ? 1 : 0;
+    if (self)
+        self->next = self->prev = NULL;
+}
+
+int lull_threads_attach(void)
+{
+    if (lull_thread_self)
+        return 0;
+    lull_thread *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    if (stack_bounds(&t->stack_lo, &t->stack_hi) != 0) {
+        free(t);
+        lull_warn("lull_thread_attach", "cannot find the thread's stack bounds");
+        return -ENOMEM;
+    }
+    t->pthread = pthread_self();
+    t->tlab = &lull__tlab;
+    t->tlab_log = UINT32_MAX;
+    lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, lull_policy_card_budget() };
+    lull_gc_lock();
+    t->next = threads_g.registry;
+    if (threads_g.registry)
+        threads_g.registry->prev = t;
+    threads_g.registry = t;
+    threads_g.registry_count++;
+    lull_thread_self = t;
+    lull_gc_unlock();
+    pthread_setspecific(threads_g.exit_key, t);
+    return 0;
+}
+
+void lull_threads_detach(void)
+{
+    lull_thread *t = lull_thread_self;
+    if (!t)
+        return;
+    lull_gc_lock();
+    lull_nursery_retire_tlab(t);
+    lull__tlab.type_ok = lull__tlab.array_ok = LULL__NO_TYPE;
+    lull_policy_note_unused(lull_major_drop_caches(&t->caches));
+    threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+    if (t->prev) t->prev->next = t->next;
+    else threads_g.registry = t->next;
+    if (t->next) t->next->prev = t->prev;
+    threads_g.registry_count--;
+    lull_thread_self = NULL;
+    lull_gc_unlock();
+    pthread_setspecific(threads_g.exit_key, NULL);
+    free(t);
+}

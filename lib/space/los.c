@@ -1,0 +1,200 @@
+/* los.c — the large-object space: objects bigger than the largest size
+ * class get a run of whole blocks of their own. They never move. A dead
+ * large object's run goes back to the block space, which returns its pages
+ * to the OS at once (the program's RSS falls); pages past the object's end
+ * in its last block are never touched, so they cost no memory either.
+ *
+ * The head block's descriptor holds the object's size; tail blocks point to
+ * the head, so an interior pointer anywhere in the run finds the object. */
+#include "gc/collect.h"
+#include "gc/policy.h"
+#include "space/heap.h"
+#include "trace/mark.h"
+#include "space/nursery.h"
+#include "trace/trace.h"
+#include "base/util.h"
+
+/* The young large objects (heap.h), linked through their head
+ * descriptors' `next`: written under the gc lock (allocation, and the
+ * minor with the world stopped). */
+static struct {
+    uint32_t young_head;
+    uint32_t nyoung;
+    uint64_t young_new_bytes;   /* of those allocated since the last minor */
+} los_g = { .young_head = LULL_NO_BLOCK };
+
+/* The address range the young large objects lie in ([lo, hi), empty when
+ * there is none): a minor's slot test against it spares most slots a
+ * descriptor lookup. Written under the gc lock, read by a minor's tracers. */
+uintptr_t lull_los_young_lo, lull_los_young_hi;
+
+/* The same range for the write barrier (lull.h), which reads it without
+ * the lock. Between minors it only grows (a minor rebuilds it with the
+ * world stopped): its start is lowered or its end raised, a store each,
+ * so a barrier that reads one bound old and one new still gets a range
+ * that holds every young large object but the newest; and the thread that
+ * stores the newest got its address from the one that allocated it, which
+ * wrote both bounds first (x86-64 keeps stores in order). From empty
+ * (0, 0) a half-read range is [lo, 0) (unsigned: every address) or
+ * [0, hi): more cards, never fewer. */
+static void publish_young(void)
+{
+    __atomic_store_n(&lull__barrier.large_start, lull_los_young_lo, __ATOMIC_RELAXED);
+    __atomic_store_n(&lull__barrier.large_end, lull_los_young_hi, __ATOMIC_RELAXED);
+}
+
+void lull_los_init(void)
+{
+    los_g.young_head = LULL_NO_BLOCK;
+    los_g.nyoung = 0;
+    los_g.young_new_bytes = 0;
+    lull_los_young_lo = lull_los_young_hi = 0;
+    publish_young();
+}
+
+uint64_t lull_los_young_bytes(void)
+{
+    return los_g.young_new_bytes;
+}
+
+/* Put the large object at block idx (its size set) on the young list,
+ * having seen `seen` minors (1 when new). */
+static void young_add(uint32_t idx, uint32_t seen)
+{
+    lull_block *b = &lull_heap_g.blocks[idx];
+    uintptr_t obj = lull_block_addr(idx);
+    __atomic_store_n(&b->young, seen << 1, __ATOMIC_RELAXED);
+    b->next = los_g.young_head;
+    los_g.young_head = idx;
+    if (!los_g.nyoung++ || obj < lull_los_young_lo)
+        lull_los_young_lo = obj;
+    if (obj + b->large_size > lull_los_young_hi)
+        lull_los_young_hi = obj + b->large_size;
+    publish_young();
+}
+
+void *lull_los_alloc(size_t bytes)
+{
+    size_t nb = (bytes + LULL_BLOCK_SIZE - 1) >> LULL_BLOCK_SHIFT;
+    if (nb > UINT32_MAX / 2)
+        return NULL;
+    uint32_t n = (uint32_t)nb;
+    uint32_t idx = lull_space_alloc(n);
+    if (idx == LULL_NO_BLOCK)
+        return NULL;
+    lull_block *head = &lull_heap_g.blocks[idx];
+    head->run_len = n;
+    head->large_size = bytes;
+    /* Each state after the fields it gives meaning to (heap.h). */
+    for (uint32_t k = 1; k < n; k++) {
+        lull_block *t = &lull_heap_g.blocks[idx + k];
+        t->run_head = idx;
+        lull_block_set_state(t, LULL_BLOCK_LARGE_TAIL);
+    }
+    lull_block_set_state(head, LULL_BLOCK_LARGE_HEAD);
+    if (los_g.nyoung < LULL_LOS_MAX_YOUNG) {
+        young_add(idx, 1);
+        los_g.young_new_bytes += bytes;
+    }
+    else
+        __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
+    lull_policy_note_allocated(bytes);
+    return (void *)lull_block_addr(idx);   /* space runs read as zero */
+}
+
+uint64_t lull_los_sweep(void)
+{
+    /* A synchronous major begins with a minor: no large object is young
+     * then. A concurrent major's final pause has none (mark.h): the young
+     * ones are the nursery's, roots of that mark, unmarked, kept for the
+     * next minor to judge. */
+    uint64_t live = 0;
+    for (uint32_t i = 0; i < lull_frontier();) {
+        lull_block *b = &lull_heap_g.blocks[i];
+        if (b->state != LULL_BLOCK_LARGE_HEAD) {
+            i++;
+            continue;
+        }
+        uint32_t n = b->run_len;
+        uintptr_t obj = lull_block_addr(i);
+        if (lull_is_marked(obj)) {
+            live += b->large_size;
+            lull_mark_clear_blocks(i, 1);
+        } else if (!__atomic_load_n(&b->young, __ATOMIC_RELAXED)) {
+            lull_space_free_deferred(i, n);
+        }
+        i += n;
+    }
+    return live;
+}
+
+size_t lull_los_young_list(uintptr_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (uint32_t i = los_g.young_head; i != LULL_NO_BLOCK && n < cap; i = lull_heap_g.blocks[i].next)
+        out[n++] = lull_block_addr(i);
+    return n;
+}
+
+static void drop_ref(void **slot, void *ctx)
+{
+    (void)ctx;
+    __atomic_store_n(slot, NULL, __ATOMIC_RELAXED);
+}
+
+bool lull_los_stays_young(uintptr_t obj, bool may_age)
+{
+    const lull_block *b = lull_block_of(obj);
+    uint32_t seen = __atomic_load_n(&b->young, __ATOMIC_RELAXED) >> 1;
+    return may_age && seen < LULL_LOS_YOUNG_MINORS && b->large_size <= lull_nursery_ceiling() &&
+           !lull_is_marked(obj);
+}
+
+uint64_t lull_los_end_minor(bool may_age)
+{
+    uint64_t freed = 0;
+    uint32_t i = los_g.young_head;
+    bool marking = lull_marking();
+    los_g.young_head = LULL_NO_BLOCK;
+    los_g.nyoung = 0;
+    los_g.young_new_bytes = 0;
+    lull_los_young_lo = lull_los_young_hi = 0;
+    while (i != LULL_NO_BLOCK) {
+        lull_block *b = &lull_heap_g.blocks[i];
+        uint32_t next = b->next, y = __atomic_load_n(&b->young, __ATOMIC_RELAXED);
+        uintptr_t obj = lull_block_addr(i);
+        bool reached = y & LULL_LARGE_REACHED;
+        if (reached && lull_los_stays_young(obj, may_age)) {
+            young_add(i, (y >> 1) + 1);
+        } else {
+            __atomic_store_n(&b->young, 0, __ATOMIC_RELAXED);
+            /* Old from here on: marked while a mark runs (allocate black,
+             * mark.h), and handed to the markers to scan as this minor
+             * scanned only its dirty cards (nursery.c: scan_young_large). */
+            if (reached)
+                lull_mark_allocated(obj);
+            /* Kept unreached (a mark runs, or marked it): it is garbage
+             * (minor_fate said so to weak handles), kept only because a
+             * mark may hold it marked. This minor did not forward its
+             * slots, so those into the nursery would dangle, and those to
+             * young large objects this minor frees or makes old unmarked
+             * would dangle after the final pause's sweep (check-mod-union
+             * caught one: a conservatively marked young array, made old
+             * here, held a large object that died with it). Every slot
+             * becomes NULL. */
+            if (!reached && (marking || lull_is_marked(obj)))
+                lull_trace_slots(obj, drop_ref, NULL);
+            /* While a concurrent mark runs, a dead one becomes old and
+             * unmarked instead, freed by the final pause's sweep: the
+             * background mark reads the descriptors of blocks with union
+             * cards without the gc lock, so none may change meanwhile. */
+            if (!reached && !lull_is_marked(obj) && !marking) {
+                freed += b->large_size;
+                lull_space_free_deferred(i, b->run_len);
+            }
+        }
+        i = next;
+    }
+    publish_young();    /* the empty range if none stays young */
+    return freed;
+}

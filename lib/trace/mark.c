@@ -1,0 +1,1579 @@
+/* mark.c — marking with the tracer: grey, blacken, share, terminate
+ * (mark.h describes the design). */
+#include "trace/mark.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gc/collect.h"
+#include "base/config.h"
+#include "space/heap.h"
+#include "space/nursery.h"
+#include "base/os.h"
+#include "gc/policy.h"
+#include "trace/roots.h"
+#include "base/probes.h"
+#include "base/timeline.h"
+#include "base/util.h"
+#include "trace/workers.h"
+
+/* The state of the current mark, shared by its markers. Written by the
+ * stopping thread between drains (world stopped, no worker running), and
+ * during a drain only through atomics. */
+static struct {
+    atomic_int active;          /* markers that may still produce grey objects */
+    unsigned long overflows;    /* recoveries in the last drain (stopper only) */
+    atomic_uint_fast64_t scanned;        /* objects blackened in the last drain */
+    uint64_t scanned_by_stopper;
+    uint64_t *shadow_roots, *shadow_parallel;   /* verify-parallel bitmaps */
+    size_t shadow_words;        /* words saved in shadow_roots (the frontier then) */
+    bool plant;                 /* plant-mark-fault: this drain loses an object */
+    atomic_bool planted;        /* ...and has done so */
+    size_t shadow_bytes;
+    /* The concurrent mark (mark.h). Written in pauses, with the background
+     * job stopped; while it runs, `held` and the participants' counts are
+     * under bg_lock (the background job, below, says who touches what). */
+    bool ignore_nursery;        /* the nursery is the minors' until the final pause */
+    bool atomic_marks;          /* a concurrent mark runs: marks are fetch-ors */
+    bool plant_ok;              /* this drain is checked by verify-parallel */
+    lull_grey_section *held;    /* its grey objects between runs of the job */
+    pthread_mutex_t bg_lock;
+    unsigned bg_inside;         /* workers inside the job */
+    unsigned bg_busy;           /* helpers (not worker 0) that may hold grey objects */
+    unsigned bg_width;          /* workers the job is posted to (pauses only) */
+    atomic_int bg_waiting;      /* participants parked for want of work */
+    atomic_bool bg_kicked;      /* woken since the last of them looked (offer_work) */
+    atomic_bool bg_done;        /* the job found nothing left to do */
+    _Atomic uint64_t bg_done_ns;    /* ... since then (lull_now_ns), 0 before */
+    atomic_uint_fast64_t bg_scanned[LULL_MAX_WORKERS + 1];   /* what each worker blackened, by tracer id */
+    uint64_t cycle;             /* concurrent marks begun */
+    uint64_t final_cards;       /* union cards the last final pause rescanned */
+    uint64_t final_nursery_objects;   /* ... and nursery and young large objects it visited */
+    bool final_in_drain;        /* the final pause: each marker takes part in its root work */
+    atomic_uint next_block;     /* ... its dirty cards, claimed in chunks through this */
+    atomic_size_t cards_found;  /* ... and counted here */
+    atomic_size_t next_range;   /* ... the nursery's logged ranges, claimed through this */
+    atomic_size_t nursery_objects;       /* ... and the objects in them */
+    atomic_uint_fast64_t nursery_bytes;  /* ... and their bytes (young large objects' too) */
+    uintptr_t young[LULL_LOS_MAX_YOUNG]; /* ... the young large objects */
+    size_t nyoung;
+    atomic_size_t next_young;   /* ... claimed one at a time through this */
+    unsigned passes;            /* complete preclean passes of the running mark (the job only) */
+    size_t last_found;          /* ... and what the last one found */
+    size_t prev_found;          /* ... and the one before it */
+    uint64_t deferred_young;    /* bytes of young large objects the initial pause left to the job */
+    uint32_t pass_block;        /* the running pass: the next block it looks at */
+    size_t pass_found;          /* ... and the dirty cards it found so far */
+    bool pass_running;          /* ... (false: the next pass begins at block 0) */
+    atomic_uint_fast64_t precleaned;     /* ... and the job rescanned meanwhile */
+    /* Evacuation (a synchronous major; mark.h). `evac` and the plan's
+     * figures are written by the stopping thread between drains; each
+     * marker counts its copies in its own entry (by tracer id), summed
+     * after the drains; `evac_kept` is set by any marker. */
+    enum { EVAC_OFF, EVAC_COPY, EVAC_CHECK } evac;
+    unsigned evac_classes;
+    uint32_t evac_blocks;
+    uint64_t evac_objects[LULL_MAX_WORKERS + 1], evac_bytes[LULL_MAX_WORKERS + 1];
+    atomic_bool evac_kept;      /* an object stayed for want of a slot (PINNED in its header) */
+    atomic_bool evac_planted;   /* plant-evac-fault: a slot was left at an old copy */
+} mark_g = { .bg_lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* A concurrent mark begins or ends (a pause, or lull_mark_init, which
+ * lull_init calls once the nursery exists, and lull_shutdown): while one
+ * runs the write barrier marks the store's card in the union table as well
+ * (lull.h), for every store. The minors' cards stay filtered: only stores
+ * of young references (or every store, with card-filter=no) mark those, so
+ * the minors during a mark scan no more cards than the others. Written
+ * with the world stopped, or before any thread stores. */
+static void lull_mark_set_marking(bool on)
+{
+    __atomic_store_n(&lull__barrier.marking, (uintptr_t)on, __ATOMIC_RELAXED);
+    bool all = lull_cfg.card_every_store;
+    __atomic_store_n(&lull__barrier.young_start, all ? 0 : lull_nursery_start, __ATOMIC_RELAXED);
+    __atomic_store_n(&lull__barrier.young_size, all ? UINTPTR_MAX : lull_nursery_end - lull_nursery_start,
+                     __ATOMIC_RELAXED);
+}
+
+void lull_mark_init(unsigned long stack_limit_entries)
+{
+    lull_trace_init(stack_limit_entries);
+    mark_g.overflows = 0;
+    mark_g.shadow_roots = mark_g.shadow_parallel = NULL;
+    mark_g.shadow_bytes = 0;
+    mark_g.held = NULL;
+    mark_g.ignore_nursery = mark_g.atomic_marks = false;
+    lull_mark_set_marking(false);
+    if (lull_cfg.verify_parallel || lull_cfg.verify_concurrent || lull_cfg.check_mod_union) {
+        /* Reserved, committed by the kernel as touched: only the bitmap
+         * words below the frontier are ever copied. */
+        mark_g.shadow_bytes = lull_heap_g.mark_bytes;
+        mark_g.shadow_roots = lull_os_reserve_rw(mark_g.shadow_bytes);
+        mark_g.shadow_parallel = lull_os_reserve_rw(mark_g.shadow_bytes);
+        if (!mark_g.shadow_roots || !mark_g.shadow_parallel)
+            lull_fatal("lull_init", "verify-parallel/verify-concurrent: cannot reserve %zu MiB for shadow mark bitmaps",
+                       mark_g.shadow_bytes >> 20);
+    }
+}
+
+void lull_mark_fini(void)
+{
+    lull_trace_fini();
+    if (mark_g.shadow_roots) {
+        lull_os_unreserve(mark_g.shadow_roots, mark_g.shadow_bytes);
+        lull_os_unreserve(mark_g.shadow_parallel, mark_g.shadow_bytes);
+        mark_g.shadow_roots = mark_g.shadow_parallel = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Greying                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static inline bool mark_set(const lull_tracer *tr, uintptr_t obj)
+{
+    return tr->share || mark_g.atomic_marks ? lull_mark_set(obj) : lull_mark_set_single(obj);
+}
+
+static uintptr_t evacuate(lull_tracer *tr, uintptr_t v, const lull_block *b);
+
+/* Grey `v` if it is a reference to an unmarked object, and return where it
+ * lives now: v itself, unless an evacuating major moved it (evacuate).
+ * References point to object starts (API contract); the heap verifier
+ * checks that. */
+static inline uintptr_t mark_ref(lull_tracer *tr, uintptr_t v)
+{
+    /* The mark bit first: most references a card rescan visits lead to
+     * marked objects, and this spares each of them the read of a block
+     * descriptor, a second cache miss. (A marked object of an evacuated
+     * block was marked in place: it stays; a moved one's original is
+     * never marked.) */
+    if (!lull_in_committed(v) || lull_is_marked(v))
+        return v;
+    lull_block *b = lull_block_of(v);
+    if (b->state == LULL_BLOCK_SMALL) {
+        if (LULL_UNLIKELY(b->evacuating))
+            return evacuate(tr, v, b);
+        if (mark_set(tr, v) && b->has_refs)
+            lull_tracer_push(tr, v);
+    } else if ((b->state == LULL_BLOCK_LARGE_HEAD && (v & (LULL_BLOCK_SIZE - 1)) == 0 &&
+                !__atomic_load_n(&b->young, __ATOMIC_RELAXED)) ||
+               (b->state == LULL_BLOCK_NURSERY && !mark_g.ignore_nursery)) {
+        /* A large object, or a survivor of the minor that began this major
+         * (pinned in the nursery; a typeless word there is free space). A
+         * young large object is the minors' as the nursery is (heap.h):
+         * one the next minor does not reach, it frees. */
+        const lull_type *t = lull_header_type(*(uintptr_t *)v);
+        if (t && mark_set(tr, v) && lull_type_has_refs(t))
+            lull_tracer_push(tr, v);
+    }
+    return v;
+}
+
+/* A reference slot of a heap object, read atomically (acquire: a marker
+ * running beside mutators must see the target's initialised contents). An
+ * old slot that points into the nursery gets its card marked: the
+ * remembered set is rebuilt by every major (cemented objects' cards were
+ * cleared). A slot whose target this mark moved gets the copy's address:
+ * only the marker that scans the slot's object writes it (two that rescan
+ * one object after an overflow write the same value), with the world
+ * stopped. A copy's own slots are visited like any object's (the copy is
+ * scanned, never its original), so their cards are marked here too.
+ * LULL_GC_DEBUG=plant-evac-fault=slot leaves the first slot to update at
+ * the old copy, so that verify and verify-parallel have a stale slot to
+ * catch (=root: the first root's slot, lull_mark_precise_slot). */
+static void visit(void **slotp, void *ctx)
+{
+    uintptr_t *slot = (uintptr_t *)slotp;
+    uintptr_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (lull_in_nursery(v) && !lull_in_nursery((uintptr_t)slot))
+        lull_card_set_young(&lull_heap_g.cards[((uintptr_t)slot - lull_heap_g.start) >> LULL_CARD_SHIFT]);
+    uintptr_t now = mark_ref(ctx, v);
+    if (LULL_UNLIKELY(now != v)) {
+        if (LULL_UNLIKELY(lull_cfg.plant_evac_fault == LULL_PLANT_SLOT) && !atomic_exchange(&mark_g.evac_planted, true))
+            return;
+        __atomic_store_n(slot, now, __ATOMIC_RELAXED);
+    }
+}
+
+/* A root's slot (world stopped, the stopping thread only). */
+void lull_mark_precise_slot(void **slot, void *ctx)
+{
+    uintptr_t v = (uintptr_t)*slot, now = mark_ref(ctx, v);
+    if (now == v ||
+        (LULL_UNLIKELY(lull_cfg.plant_evac_fault == LULL_PLANT_ROOT) && !atomic_exchange(&mark_g.evac_planted, true)))
+        return;
+    *slot = (void *)now;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Evacuation                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* v is in a block this synchronous major evacuates (b). The first marker
+ * to reach it copies it into another block of its class (never one being
+ * evacuated: lull_major_evac_alloc) and installs the
+ * forwarding header (copy | FORWARDED) with a compare-and-swap on the
+ * original's header; a marker that loses the race gives its slot back and
+ * takes the winner's copy. The copy is whole (header and body) before the
+ * swap publishes it, and is marked and greyed by the winner; the original
+ * stays unmarked, garbage for the sweep. Objects that must not move are
+ * marked in place: those a conservative root reached (marked before any
+ * copy: the roots are scanned conservatively first, collect.c), those of
+ * lull_alloc_pinned (NOMOVE), and any for which no slot can be had (the
+ * heap cannot grow): such a one is claimed in place with the same swap
+ * (PINNED), so that no other marker copies it meanwhile; the tag is
+ * removed after the mark (lull_mark_end_evacuation). */
+static uintptr_t evacuate(lull_tracer *tr, uintptr_t v, const lull_block *b)
+{
+    uintptr_t *hp = (uintptr_t *)v;
+    uintptr_t h = __atomic_load_n(hp, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (h & LULL_HDR_FORWARDED) {
+            uintptr_t copy = h & ~LULL_HDR_TAG_MASK;
+            if (LULL_UNLIKELY(mark_g.evac == EVAC_CHECK))
+                lull_fatal("verify-parallel", "a reference to %p was left pointing at the old place of an "
+                           "object the parallel mark moved to %p: the program would read freed memory",
+                           (void *)v, (void *)copy);
+            return copy;
+        }
+        /* A typeless word is a free slot a dangling reference led to: marked
+         * in place as before evacuation, so that verify names it. */
+        if (!h || (h & (LULL_HDR_PINNED | LULL_HDR_NOMOVE)) || mark_g.evac != EVAC_COPY || lull_is_marked(v)) {
+            if (mark_set(tr, v) && b->has_refs)
+                lull_tracer_push(tr, v);
+            return v;
+        }
+        uintptr_t c = lull_major_evac_alloc(tr->id, b->has_refs, b->size_class);
+        if (!c) {
+            if (__atomic_compare_exchange_n(hp, &h, h | LULL_HDR_PINNED, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                atomic_store_explicit(&mark_g.evac_kept, true, memory_order_relaxed);
+            h = __atomic_load_n(hp, __ATOMIC_ACQUIRE);
+            continue;
+        }
+        size_t size = lull_object_size(v, lull_header_type(h));
+        /* Word by word, each read atomic: a marker that claimed v in place
+         * meanwhile (no slot for it: PINNED, below) may already scan it and
+         * update its slots, and this copy is then given back (ThreadSanitizer
+         * saw that race in stress_exhaustion_w4 with memcpy). The last word
+         * may run past the object, never past its slot. */
+        const uintptr_t *from = (const uintptr_t *)v;
+        uintptr_t *to = (uintptr_t *)c;
+        for (size_t w = 1, n = (size + sizeof(uintptr_t) - 1) / sizeof(uintptr_t); w < n; w++)
+            to[w] = __atomic_load_n(&from[w], __ATOMIC_RELAXED);
+        __atomic_store_n((uintptr_t *)c, h, __ATOMIC_RELAXED);
+        if (!__atomic_compare_exchange_n(hp, &h, c | LULL_HDR_FORWARDED, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            lull_major_evac_undo(tr->id, b->has_refs, b->size_class, c);
+            continue;
+        }
+        if (lull_mark_set(c) && b->has_refs)
+            lull_tracer_push(tr, c);
+        mark_g.evac_objects[tr->id]++;
+        mark_g.evac_bytes[tr->id] += lull_class_size[b->size_class];
+        LULL_PROBE4(object_evacuated, v, c, size, LULL_PROBE_TYPE_NAME(lull_header_type(h)));
+        return c;
+    }
+}
+
+uintptr_t lull_mark_forwarded(uintptr_t obj)
+{
+    if (!lull_in_committed(obj))
+        return obj;
+    const lull_block *b = lull_block_of(obj);
+    if (b->state != LULL_BLOCK_SMALL || !b->evacuating)
+        return obj;
+    uintptr_t h = __atomic_load_n((uintptr_t *)obj, __ATOMIC_RELAXED);
+    return h & LULL_HDR_FORWARDED ? h & ~LULL_HDR_TAG_MASK : obj;
+}
+
+void lull_mark_begin_evacuation(void)
+{
+    mark_g.evac_classes = lull_major_plan_evacuation(lull_cfg.evacuation_threshold, &mark_g.evac_blocks);
+    mark_g.evac = mark_g.evac_classes ? EVAC_COPY : EVAC_OFF;
+    memset(mark_g.evac_objects, 0, sizeof mark_g.evac_objects);
+    memset(mark_g.evac_bytes, 0, sizeof mark_g.evac_bytes);
+    atomic_store(&mark_g.evac_kept, false);
+    atomic_store(&mark_g.evac_planted, false);
+}
+
+/* The objects claimed in place for want of a slot lose their PINNED tag. */
+static void unpin_kept(uintptr_t obj, void *ctx)
+{
+    (void)ctx;
+    uintptr_t *h = (uintptr_t *)obj;
+    *h &= ~LULL_HDR_PINNED;
+}
+
+void lull_mark_end_evacuation(void)
+{
+    if (mark_g.evac == EVAC_OFF) {
+        /* This major moved nothing (or was not synchronous). */
+        mark_g.evac_classes = 0;
+        mark_g.evac_objects[0] = mark_g.evac_bytes[0] = 0;
+        return;
+    }
+    mark_g.evac = EVAC_OFF;
+    lull_major_evac_end();
+    if (atomic_load(&mark_g.evac_kept)) {
+        uint32_t frontier = lull_frontier();
+        for (uint32_t i = 0; i < frontier; i++)
+            if (lull_heap_g.blocks[i].state == LULL_BLOCK_SMALL && lull_heap_g.blocks[i].evacuating)
+                lull_trace_block_objects(i, true, unpin_kept, NULL);
+    }
+    uint64_t objects = 0, bytes = 0;
+    for (unsigned i = 0; i <= LULL_MAX_WORKERS; i++)
+        objects += mark_g.evac_objects[i], bytes += mark_g.evac_bytes[i];
+    mark_g.evac_objects[0] = objects;
+    mark_g.evac_bytes[0] = bytes;
+    for (unsigned i = 1; i <= LULL_MAX_WORKERS; i++)
+        mark_g.evac_objects[i] = mark_g.evac_bytes[i] = 0;
+}
+
+void lull_mark_evacuated(unsigned *classes, uint32_t *blocks, uint64_t *objects, uint64_t *bytes)
+{
+    *classes = mark_g.evac_classes;
+    *blocks = mark_g.evac_classes ? mark_g.evac_blocks : 0;
+    *objects = mark_g.evac_objects[0];
+    *bytes = mark_g.evac_bytes[0];
+}
+
+void lull_mark_grey_from_minor(lull_tracer *tr, uintptr_t v)
+{
+    mark_ref(tr, v);
+}
+
+void lull_mark_grey_made_old(lull_tracer *tr, uintptr_t obj)
+{
+    lull_tracer_push(tr, obj);
+}
+
+void lull_mark_adopt_from_minor(lull_tracer *tr)
+{
+    lull_grey_section *chain = lull_tracer_take(tr);
+    if (!chain)
+        return;
+    lull_tracer held = { .cur = mark_g.held };
+    lull_tracer_adopt(&held, chain);
+    mark_g.held = lull_tracer_take(&held);
+    /* If the job had said it was done, the final pause drains these. */
+}
+
+/* LULL_GC_DEBUG=plant-mark-fault, to show that verify-parallel catches a
+ * lost object: the first slot of the drain that points to an unmarked small
+ * object is skipped, so that object (and whatever only it reaches) stays
+ * white. */
+static void visit_planted(void **slotp, void *ctx)
+{
+    uintptr_t v = __atomic_load_n((uintptr_t *)slotp, __ATOMIC_ACQUIRE);
+    if (lull_in_committed(v) && lull_block_of(v)->state == LULL_BLOCK_SMALL && !lull_is_marked(v) &&
+        !atomic_exchange(&mark_g.planted, true))
+        return;
+    visit(slotp, ctx);
+}
+
+/* Make a grey object black: grey its children. (A free slot a dangling
+ * reference led to has no type and so no slots: lull_trace_slots; then
+ * LULL_GC_DEBUG=verify names the object that holds the reference.) */
+static inline void scan_object(lull_tracer *tr, uintptr_t obj)
+{
+    if (LULL_UNLIKELY(mark_g.plant))
+        lull_trace_slots(obj, visit_planted, tr);
+    else
+        lull_trace_slots(obj, visit, tr);
+}
+
+static void mark_word(uintptr_t v, void *ctx)
+{
+    lull_tracer *tr = ctx;
+    /* Conservative roots pin what they reach: all of them are greyed
+     * before an evacuating mark copies anything (collect.c). */
+    LULL_ASSERT(mark_g.evac != EVAC_COPY);
+    /* Before the lookup: between minors the nursery's log is not sorted
+     * for lookups (nursery.h), and an ignored nursery needs none. */
+    if (mark_g.ignore_nursery && lull_in_nursery(v))
+        return;
+    uintptr_t obj = lull_find_object(v, true);
+    if (!obj || !mark_set(tr, obj))
+        return;
+    lull_block *b = lull_block_of(obj);
+    if (b->state == LULL_BLOCK_SMALL ? b->has_refs : lull_type_has_refs(lull_header_type(*(uintptr_t *)obj)))
+        lull_tracer_push(tr, obj);
+}
+
+void lull_mark_conservative(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+    lull_trace_conservative(lo, hi, mark_word, ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Draining                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* A grey entry with this bit set is no object but a place inside a large
+ * object: scan it from there to its end. The concurrent mark scans a large
+ * object a slice at a time and keeps what is left as such an entry
+ * (scan_slice), so that the entry says all there is to know: any worker
+ * may pop it, after any number of pauses, under objects a minor pushed
+ * on top (the final pause's drain scans the rest at once). Objects are
+ * granule-aligned, and a place is slot-aligned. */
+#define GREY_RESUME ((uintptr_t)1)
+
+static inline uintptr_t resume_object(uintptr_t place)
+{
+    const lull_block *b = lull_block_of(place);
+    return lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? lull_block_index(place) : b->run_head);
+}
+
+/* The rest of a large object, from a resume entry. Only objects described
+ * by refs/elem_refs are scanned in slices, so their slots can be asked for
+ * by range. */
+static void scan_rest(lull_tracer *tr, uintptr_t entry)
+{
+    uintptr_t from = entry & ~GREY_RESUME, obj = resume_object(from);
+    bool ranged = lull_trace_slots_in(obj, from, obj + lull_block_of(obj)->large_size, visit, tr);
+    LULL_ASSERT(ranged);
+    (void)ranged;
+}
+
+/* Prefetching. Scanning a grey object begins with a cache miss on its
+ * header (the graph benchmark's nodes are scattered over the whole heap),
+ * so a drain pops PREFETCH_DEPTH objects ahead of the one it scans and
+ * asks for each one's first line as it pops it: the misses of the ring
+ * overlap instead of following one another (the FIFO of Cher, Hosking and
+ * Nguyen, "Effective prefetch for mark-sweep garbage collection", 2004).
+ * Entries in the ring are still grey: every drain scans or pushes back all
+ * of them before it returns. Measured on the graph benchmark's
+ * synchronous majors (major=stw): 134 ns per object scanned with one
+ * marker before, 24 after; 70 and 17 with two. Depths 4 and 16 did no
+ * better than 8, and a second stage that prefetched each child's mark
+ * word and block descriptor from half-way through the ring did worse. */
+#define PREFETCH_DEPTH 8
+
+typedef struct {
+    uintptr_t e[PREFETCH_DEPTH];
+    unsigned head, n;
+} prefetch_ring;
+
+static inline void ring_put(prefetch_ring *r, uintptr_t e)
+{
+    __builtin_prefetch((const void *)(e & ~GREY_RESUME));
+    r->e[(r->head + r->n++) % PREFETCH_DEPTH] = e;
+}
+
+static inline uintptr_t ring_take(prefetch_ring *r)
+{
+    uintptr_t e = r->e[r->head];
+    r->head = (r->head + 1) % PREFETCH_DEPTH;
+    r->n--;
+    return e;
+}
+
+/* The next grey entry to scan, with the ring kept full from tr's stack;
+ * false when both are empty. */
+static inline bool ring_next(lull_tracer *tr, prefetch_ring *r, uintptr_t *e)
+{
+    uintptr_t p;
+    while (r->n < PREFETCH_DEPTH && lull_tracer_pop(tr, &p))
+        ring_put(r, p);
+    if (!r->n)
+        return false;
+    *e = ring_take(r);
+    return true;
+}
+
+/* Give the ring's entries back to tr's stack (a drain asked to stop). */
+static void ring_return(lull_tracer *tr, prefetch_ring *r)
+{
+    while (r->n)
+        lull_tracer_push(tr, ring_take(r));
+}
+
+static void drain_local(lull_tracer *tr)
+{
+    prefetch_ring r = {.n = 0};
+    uintptr_t obj;
+    while (ring_next(tr, &r, &obj)) {
+        if (LULL_UNLIKELY(obj & GREY_RESUME)) {
+            scan_rest(tr, obj);     /* counted when its first slice was */
+            continue;
+        }
+        tr->scanned++;
+        scan_object(tr, obj);
+    }
+}
+
+static void drain_local_job(lull_tracer *tr, void *arg)
+{
+    (void)arg;
+    drain_local(tr);
+}
+
+static void final_roots_part(lull_tracer *tr);
+
+static void mark_job(lull_tracer *tr, void *arg)
+{
+    (void)arg;
+    uint64_t before = tr->scanned;
+    tr->share = true;
+    if (mark_g.final_in_drain)
+        final_roots_part(tr);
+    lull_tracer_drain_shared(tr, &mark_g.active, drain_local_job, NULL);
+    tr->share = false;
+    LULL_ASSERT(lull_tracer_empty(tr));
+    atomic_fetch_add(&mark_g.scanned, tr->scanned - before);
+}
+
+/* Drain with every marker. The stopper's private chain goes to the shared
+ * pool but for its top section, so the workers start at once. */
+static void drain_round(lull_tracer *tr)
+{
+    unsigned markers = lull_workers_count() + 1;
+    if (markers == 1) {
+        uint64_t before = tr->scanned;
+        drain_local(tr);
+        atomic_fetch_add(&mark_g.scanned, tr->scanned - before);
+        mark_g.scanned_by_stopper += tr->scanned - before;
+        return;
+    }
+    if (tr->cur)
+        lull_tracer_share_older(tr);
+    atomic_store(&mark_g.active, (int)markers);
+    uint64_t before = tr->scanned;
+    lull_workers_run(mark_job, NULL, tr);
+    mark_g.scanned_by_stopper += tr->scanned - before;
+    LULL_ASSERT(!lull_trace_shared_nonempty() && atomic_load(&mark_g.active) == 0);
+}
+
+/* Overflow recovery: every marked object may have unscanned children. */
+static void rescan_one(uintptr_t obj, void *ctx)
+{
+    lull_tracer *tr = ctx;
+    scan_object(tr, obj);
+    drain_local(tr);
+}
+
+static void drain(lull_tracer *tr, bool parallel)
+{
+    if (parallel) {
+        drain_round(tr);
+    } else {
+        tr->share = false;
+        drain_local(tr);
+    }
+    /* Serial and rare: rescan from every marked object, as often as a
+     * section could not be had. */
+    while (lull_trace_take_overflow()) {
+        mark_g.overflows++;
+        lull_heap_each_marked(true, rescan_one, tr);
+    }
+}
+
+void lull_mark_drain(lull_tracer *tr)
+{
+    mark_g.plant_ok = true;
+    /* Planted only where verify-parallel checks (several markers). */
+    mark_g.plant = lull_cfg.plant_mark_fault && lull_workers_count() && mark_g.plant_ok;
+    atomic_store(&mark_g.planted, false);
+    mark_g.overflows = 0;
+    mark_g.scanned_by_stopper = 0;
+    atomic_store(&mark_g.scanned, 0);
+    drain(tr, true);
+}
+
+void lull_mark_drain_more(lull_tracer *tr)
+{
+    mark_g.plant = false;
+    drain(tr, true);
+}
+
+unsigned long lull_mark_overflows(void)
+{
+    return mark_g.overflows;
+}
+
+void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
+{
+    *total = atomic_load(&mark_g.scanned);
+    *by_stopper = mark_g.scanned_by_stopper;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The concurrent mark                                                      */
+/* ------------------------------------------------------------------------ */
+
+#define CARDS_PER_BLOCK   (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
+#define POLL_EVERY        64u    /* objects the job scans between looks at its stop flag */
+
+/* Workers are parked in bg_wait and grey sections wait in the shared pool:
+ * wake them, once until one of them has looked again (bg_kicked: the
+ * busy ones call this every POLL_EVERY objects). */
+static inline void offer_work(void)
+{
+    if (atomic_load_explicit(&mark_g.bg_waiting, memory_order_relaxed) > 0 && lull_trace_shared_nonempty() &&
+        !atomic_exchange_explicit(&mark_g.bg_kicked, true, memory_order_relaxed))
+        lull_workers_background_kick();
+}
+
+/* The marked objects of SMALL block bi (size class cls) that overlap
+ * [lo, hi): rescanned whole. Unmarked ones are left alone: a white object
+ * is scanned whole once it is reached, and a free slot may be being
+ * allocated right now. (A marked object was reached through a reference
+ * loaded with acquire by the worker that marked it, whose fetch-or
+ * releases (lull_mark_set), or was marked in a pause, or allocated black
+ * by a releasing fetch-or: read with acquire here, the bit makes its
+ * header and body visible.) */
+static void rescan_small(lull_tracer *tr, uint32_t bi, unsigned cls, uintptr_t lo, uintptr_t hi)
+{
+    uint32_t s0, s1, sz = lull_class_size[cls];
+    uintptr_t base = lull_block_addr(bi);
+    if (!lull_block_slots_in(bi, cls, lo, hi, &s0, &s1))
+        return;
+    for (uint32_t s = s0; s <= s1; s++) {
+        uintptr_t obj = base + (uintptr_t)s * sz;
+        if (lull_is_marked_acquire(obj) && __atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE))
+            scan_object(tr, obj);
+    }
+}
+
+/* Rescan the marked objects of block bi that overlap its card c. The
+ * preclean calls this while the program allocates: the state is read with
+ * acquire, and the fields it gives meaning to after it (heap.h). */
+static void rescan_card(lull_tracer *tr, uint32_t bi, size_t c)
+{
+    const lull_block *b = &lull_heap_g.blocks[bi];
+    uintptr_t lo = lull_block_addr(bi) + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
+    unsigned state = lull_block_state_acquire(b);
+    if (state == LULL_BLOCK_SMALL) {
+        if (b->has_refs)
+            rescan_small(tr, bi, b->size_class, lo, hi);
+    } else if (state == LULL_BLOCK_LARGE_HEAD || state == LULL_BLOCK_LARGE_TAIL) {
+        uintptr_t obj = lull_block_addr(state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
+        if (lull_is_marked_acquire(obj) && !lull_trace_slots_in(obj, lo, hi, visit, tr))
+            lull_trace_slots(obj, visit, tr);
+    }
+}
+
+/* Cards to rescan, each prefetched CARD_PIPE cards before it is scanned
+ * (the cards lie on objects scattered over the heap; see nursery.c,
+ * scan_cards). */
+#define CARD_PIPE 16u
+typedef struct {
+    uint32_t bi[CARD_PIPE];
+    uint16_t c[CARD_PIPE];
+    unsigned head, n;
+} card_pipe;
+
+static void pipe_push(lull_tracer *tr, card_pipe *p, uint32_t bi, size_t c)
+{
+    const lull_block *b = &lull_heap_g.blocks[bi];
+    lull_prefetch_card(lull_block_addr(bi), c,
+                       lull_block_state_acquire(b) == LULL_BLOCK_SMALL ? lull_class_size[b->size_class] : 0);
+    if (p->n == CARD_PIPE) {
+        rescan_card(tr, p->bi[p->head], p->c[p->head]);
+        p->head = (p->head + 1) % CARD_PIPE;
+        p->n--;
+    }
+    unsigned t = (p->head + p->n) % CARD_PIPE;
+    p->bi[t] = bi;
+    p->c[t] = (uint16_t)c;
+    p->n++;
+}
+
+static void pipe_flush(lull_tracer *tr, card_pipe *p)
+{
+    for (; p->n; p->n--, p->head = (p->head + 1) % CARD_PIPE)
+        rescan_card(tr, p->bi[p->head], p->c[p->head]);
+}
+
+static bool block_has_bytes(const uint8_t *cards)
+{
+    const uint64_t *w = (const uint64_t *)cards;
+    uint64_t any = 0;
+    for (size_t k = 0; k < CARDS_PER_BLOCK / 8; k++)
+        any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
+    return any != 0;
+}
+
+/* The final pause's cards, on every marker (mark_job) or on the stopper
+ * alone, claimed FINAL_CHUNK blocks at a time: each card dirty in the union
+ * table is cleared and rescanned once (world stopped). */
+#define FINAL_CHUNK 64u
+static void final_cards_part(lull_tracer *tr)
+{
+    uint8_t *u = lull_heap_g.union_cards;
+    uint32_t frontier = lull_frontier();
+    size_t found = 0;
+    card_pipe p = { .n = 0 };
+    for (;;) {
+        uint32_t b0 = atomic_fetch_add_explicit(&mark_g.next_block, FINAL_CHUNK, memory_order_relaxed);
+        if (b0 >= frontier)
+            break;
+        uint32_t b1 = b0 + FINAL_CHUNK < frontier ? b0 + FINAL_CHUNK : frontier;
+        for (uint32_t bi = b0; bi < b1; bi++) {
+            uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
+            if (!block_has_bytes(uc))
+                continue;
+            bool nursery = lull_in_nursery(lull_block_addr(bi));
+            for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
+                if (!uc[c])
+                    continue;
+                uc[c] = 0;
+                if (nursery)
+                    continue;   /* the nursery's objects are roots here (final_young_part) */
+                found++;
+                pipe_push(tr, &p, bi, c);
+            }
+        }
+    }
+    pipe_flush(tr, &p);
+    atomic_fetch_add_explicit(&mark_g.cards_found, found, memory_order_relaxed);
+}
+
+static bool defer_young_large(lull_tracer *tr, uintptr_t obj);
+
+/* The final pause's roots beyond stacks and registered roots, shared by
+ * every marker like the cards: the nursery and the young large objects
+ * are a root set (mark.h), every reference slot of every object in them
+ * visited; then the dirty cards. The initial pause visits the same roots
+ * (`initial`), but there they only hasten the mark, so a young large
+ * object worth slicing is left to the background markers (below). */
+static void final_young_part(lull_tracer *tr, bool initial)
+{
+    uint64_t bytes = 0;
+    size_t objects = lull_nursery_scan_part(&mark_g.next_range, visit, tr, &bytes);
+    for (;;) {
+        size_t i = atomic_fetch_add_explicit(&mark_g.next_young, 1, memory_order_relaxed);
+        if (i >= mark_g.nyoung)
+            break;
+        if (!initial || !defer_young_large(tr, mark_g.young[i]))
+            lull_trace_slots(mark_g.young[i], visit, tr);
+        bytes += lull_object_footprint(mark_g.young[i]);
+        objects++;
+    }
+    atomic_fetch_add_explicit(&mark_g.nursery_objects, objects, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mark_g.nursery_bytes, bytes, memory_order_relaxed);
+}
+
+static void final_roots_part(lull_tracer *tr)
+{
+    final_young_part(tr, false);
+    final_cards_part(tr);
+}
+
+/* Set up final_roots_part (world stopped). */
+static void final_roots_begin(void)
+{
+    lull_nursery_sync_tlabs();
+    atomic_store(&mark_g.next_range, 0);
+    atomic_store(&mark_g.nursery_objects, 0);
+    atomic_store(&mark_g.nursery_bytes, 0);
+    mark_g.nyoung = lull_los_young_list(mark_g.young, LULL_LOS_MAX_YOUNG);
+    atomic_store(&mark_g.next_young, 0);
+    atomic_store(&mark_g.next_block, 0);
+    atomic_store(&mark_g.cards_found, 0);
+}
+
+/* The preclean, while the world runs: a pass visits the blocks in address
+ * order and rescans the marked objects on each card that is dirty in the
+ * union table, the byte cleared first with an atomic exchange: a store
+ * after it marks the card again (lull_store stores the slot, then the
+ * card; the exchange is a full barrier on x86-64, so a slot read that
+ * misses the store implies a card store that follows the exchange).
+ * Unmarked objects are not read: one may be a free slot being allocated
+ * right now.
+ *
+ * No lock is taken: the block descriptors the rescans read are published
+ * with release and read with acquire (heap.h), and while a mark runs they
+ * only go from unformatted to formatted. (It used to take the gc lock for
+ * each batch of 1,024 cards: the game loop's allocating thread then waited
+ * for it at TLAB refills, 4 ms of each frame a preclean ran in, frames of
+ * 11 ms instead of 5.5; tests/unit/unit_preclean_nolock.c.) Asked to
+ * stop, the job finishes the few cards in its prefetch pipe and returns;
+ * a block's dirty cards are claimed and pushed together, so none is left
+ * claimed but not rescanned.
+ *
+ * But the lock did one thing well: the program waited while the preclean
+ * rescanned, and stored less meanwhile, so the passes shrank and the mark
+ * ended. Without it the graph benchmark's marks (synchronous majors off)
+ * ran twice as long and its heap grew 10% larger. So once the program has
+ * used half of the mark's runway (lull_policy_runway_used: the allocation
+ * from the mark's start to the allowance), the preclean takes the gc lock
+ * again for each THROTTLE_CARDS cards it rescans: from there on a thread
+ * that needs the lock (a TLAB refill) waits for a batch, and the mark
+ * gets the time the runway has left. The lock is only tried, never
+ * waited for (the thread that holds it may be stopping the job). Graph,
+ * synchronous majors off, five alternating runs: peak RSS 1,101 MB
+ * without the throttle, 1,020 with it, 1,012 with the lock at every batch
+ * (and 512-byte cards); the game loop at pause-target 2ms: 2 frames over
+ * 16.6 ms either way, 4 with the lock at every batch. The nursery's cards
+ * are never looked at: the mark ignores the nursery, and its final pause
+ * takes every nursery object as a root.
+ *
+ * A pass goes on where it stopped when a pause stopped the job: the game
+ * loop's minors come every few ms, and a pass that began again from block
+ * 0 after each never reached the end of a 700 MB heap, so its mark never
+ * ended (the heap grew to 4 GB with synchronous majors off). */
+#define PRECLEAN_OFFER  1024u   /* cards rescanned between offers of what they greyed */
+#define PRECLEAN_POLL   256u    /* blocks looked at between looks at the stop flag */
+#define THROTTLE_FROM   0.5     /* share of the runway used from which the preclean throttles */
+#define THROTTLE_CARDS  1024u   /* cards rescanned per hold of the gc lock then */
+#define THROTTLE_EVERY  4u      /* dirty blocks between looks at the runway */
+
+/* Throttling: take the gc lock, trying (false: asked to stop meanwhile). */
+static bool throttle_lock(void)
+{
+    return lull_gc_lock_background(20);
+}
+
+static bool preclean_step(lull_tracer *tr)
+{
+    uint8_t *u = lull_heap_g.union_cards;
+    uint32_t nursery_lo = lull_block_index(lull_nursery_start), nursery_hi = lull_block_index(lull_nursery_end);
+    uint32_t frontier = lull_frontier(), bi = mark_g.pass_block, polled = 0, dirty_blocks = 0;
+    size_t since_offer = 0, held_cards = 0;
+    card_pipe p = { .n = 0 };
+    bool stopped = false, held = false;
+    for (; bi < frontier; bi++) {
+        if (++polled % PRECLEAN_POLL == 0 && lull_workers_background_stopping()) {
+            stopped = true;
+            break;
+        }
+        if (bi >= nursery_lo && bi < nursery_hi)
+            continue;
+        uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
+        if (!block_has_bytes(uc))
+            continue;
+        if (!held && dirty_blocks++ % THROTTLE_EVERY == 0 && lull_policy_runway_used() >= THROTTLE_FROM) {
+            pipe_flush(tr, &p);     /* what was claimed before the lock is rescanned before it */
+            if (!throttle_lock()) {
+                stopped = true;
+                break;
+            }
+            held = true;
+            held_cards = 0;
+        }
+        size_t n = 0;
+        for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
+            if (__atomic_load_n(&uc[c], __ATOMIC_RELAXED) &&
+                __atomic_exchange_n(&uc[c], LULL_CARD_CLEAN, __ATOMIC_SEQ_CST)) {
+                pipe_push(tr, &p, bi, c);
+                n++;
+            }
+        }
+        mark_g.pass_found += n;
+        since_offer += n;
+        if (held && (held_cards += n) >= THROTTLE_CARDS) {
+            pipe_flush(tr, &p);
+            lull_gc_unlock();
+            held = false;
+        }
+        if (since_offer >= PRECLEAN_OFFER) {
+            since_offer = 0;
+            offer_work();           /* full sections of what the rescans greyed */
+        }
+        if (lull_workers_background_stopping()) {
+            bi++;
+            stopped = true;
+            break;
+        }
+    }
+    pipe_flush(tr, &p);
+    if (held)
+        lull_gc_unlock();
+    offer_work();
+    mark_g.pass_block = bi;
+    return !stopped;
+}
+
+/* A large object is scanned SLICE_BYTES at a time while the world runs,
+ * the stop flag read between slices: one whole scan of the game loop's
+ * 8 MB world array held up the pauses that stopped the job by 7-10 ms.
+ * scan_slice scans the slice at `from` and then pushes what is left as a
+ * resume entry (GREY_RESUME), on top of the objects the slice greyed: a
+ * worker stopped between slices has nothing to remember (the entry is on
+ * its stack, which goes to `held`). On top, so that the next slice comes
+ * next and the whole object is scanned before what it leads to, as a
+ * synchronous mark scans it: the graph benchmark's 32 MB array holds its
+ * 4 million nodes in address order, and scanned a slice at a time with the
+ * entry underneath, its first slice led the drain depth first through the
+ * whole random graph, a cache miss per node; a concurrent mark of it took
+ * 350 ms where the array's order takes 120 (a synchronous mark with one
+ * marker: 92). false: obj is not scanned in slices (a small object, or one
+ * of a type with a trace function, which can only be visited whole). */
+#define SLICE_BYTES ((uintptr_t)64 << 10)
+static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
+{
+    const lull_block *b = lull_block_of(obj);
+    if (b->state != LULL_BLOCK_LARGE_HEAD || b->large_size <= SLICE_BYTES ||
+        (from == obj && lull_header_type(*(uintptr_t *)obj)->trace))
+        return false;
+    uintptr_t end = obj + b->large_size, hi = end - from > SLICE_BYTES ? from + SLICE_BYTES : end;
+    lull_trace_slots_in(obj, from, hi, visit, tr);
+    if (hi < end)
+        lull_tracer_push(tr, hi | GREY_RESUME);
+    return true;
+}
+
+/* The initial pause (world stopped): instead of visiting the slots of
+ * young large object obj, push it as a resume entry from its start, for
+ * the background markers to scan a slice at a time without marking it
+ * (the graph benchmark's first mark began with its 32 MB array of 4
+ * million nodes young: a 16-20 ms initial pause, nearly all this visit).
+ * Nothing is lost by the delay: the visit only hastens the mark, as the
+ * final pause takes every object still young as a root again, and one a
+ * minor makes old meanwhile is marked and scanned like any object
+ * allocated black. The entry stays valid to the end of the mark: while a
+ * mark runs no minor frees a young large object (an unreached one is
+ * made old, its slots cleared, for the final pause's sweep; los.c), and
+ * the workers are stopped while a minor writes its slots. false: obj is
+ * not scanned in slices (too small to matter, or a trace function). */
+static bool defer_young_large(lull_tracer *tr, uintptr_t obj)
+{
+    const lull_block *b = lull_block_of(obj);
+    if (b->large_size <= SLICE_BYTES || lull_header_type(*(uintptr_t *)obj)->trace)
+        return false;
+    lull_tracer_push(tr, obj | GREY_RESUME);
+    mark_g.deferred_young += b->large_size;
+    return true;
+}
+
+/* Drain while the world runs, sharing with the other workers of the job
+ * (when there are any: tr->share); false: asked to stop (the grey objects
+ * left stay on tr's stack). LULL_GC_DEBUG=mark-delay=N sleeps N us after
+ * every POLL_EVERY objects and every slice of a large object, to stretch a
+ * mark over many minors. */
+static bool drain_background(lull_tracer *tr)
+{
+    uintptr_t e;
+    unsigned n = 0;
+    uint64_t before = tr->scanned;
+    bool go = true;
+    prefetch_ring r = {.n = 0};
+    while (ring_next(tr, &r, &e)) {
+        bool sliced;
+        if (e & GREY_RESUME) {
+            uintptr_t from = e & ~GREY_RESUME;
+            sliced = scan_slice(tr, resume_object(from), from);
+            LULL_ASSERT(sliced);
+        } else {
+            tr->scanned++;
+            sliced = scan_slice(tr, e, e);
+            if (!sliced)
+                scan_object(tr, e);
+        }
+        if (sliced || ++n % POLL_EVERY == 0) {
+            if (lull_workers_background_stopping()) {
+                ring_return(tr, &r);
+                go = false;
+                break;
+            }
+            if (lull_cfg.mark_delay_us)
+                usleep((useconds_t)lull_cfg.mark_delay_us);
+            offer_work();
+        }
+    }
+    uint64_t k = tr->scanned - before;
+    atomic_fetch_add(&mark_g.scanned, k);
+    atomic_fetch_add_explicit(&mark_g.bg_scanned[tr->id], k, memory_order_relaxed);
+    return go && !lull_workers_background_stopping();
+}
+
+/* The background job runs on every worker thread at once (the workers of
+ * mark-workers, or the one started for it). Worker 0 leads: it alone
+ * precleans (passes resume across runs, and each batch takes the gc lock)
+ * and decides when the mark is done; the others help drain. All of them
+ * drain with sharing (trace.h): full sections, and halves for idle ones,
+ * go to the shared pool, from which the idle steal.
+ *
+ * Who holds grey objects while it runs: each participant's private stack,
+ * and the shared pool. bg_lock protects `held`, bg_inside and bg_busy.
+ * `bg_busy` counts the helpers that may hold grey objects or publish them:
+ * a helper leaves it only with an empty stack, and enters it again (only
+ * under bg_lock) on seeing the pool non-empty, before it steals. Only a
+ * busy helper or the leader pushes to the pool. So when the leader, its
+ * own stack empty, finds under bg_lock bg_busy == 0 and the pool empty,
+ * no grey object is left anywhere and none can appear but by its own
+ * preclean: the drain phase is over (quiet). (Every push happened before
+ * its pusher's release of bg_lock on leaving bg_busy, so the leader's
+ * read of the pool, after taking the lock, sees it.) The leader then
+ * precleans: what a pass greys is shared as any drain's is (full
+ * sections during the pass, halves once the leader drains them), and
+ * the helpers are woken for it (offer_work). The mark is done once a
+ * drain is quiet after a pass that said so (background_lead): bg_done is
+ * set only then, with every participant idle and nothing shared.
+ *
+ * Stopping (every pause, fork, shutdown): each participant returns within
+ * POLL_EVERY objects or one slice, putting its private stack into `held`;
+ * the last one out (bg_inside back to 0) moves the shared pool's sections
+ * into `held` too, so that a pause, whose jobs (a minor's copying, a
+ * drain) use the shared pool, finds it empty. A worker that had taken the
+ * job but enters it only after that sees the stop at once and moves
+ * nothing but the empty pool. The first participant in adopts `held`. */
+enum { BG_WORK, BG_QUIET, BG_EXIT };
+
+/* A participant whose stack is empty waits for shared work, parked (the
+ * world runs: no spinning on two cores). BG_WORK: the pool has sections
+ * (a helper is counted busy again); BG_QUIET (the leader only): nothing
+ * grey anywhere; BG_EXIT: stop, or the mark is done. */
+static int bg_wait(bool leader)
+{
+    lull_trace_note_idle(1);        /* the busy ones split their sections */
+    atomic_fetch_add(&mark_g.bg_waiting, 1);
+    int r;
+    for (;;) {
+        /* The kick count first, then the look: a kick after the look is
+         * after this read, and wakes the wait below. */
+        uint64_t seen = lull_workers_background_kicks();
+        atomic_store_explicit(&mark_g.bg_kicked, false, memory_order_relaxed);
+        pthread_mutex_lock(&mark_g.bg_lock);
+        if (lull_workers_background_stopping() || atomic_load(&mark_g.bg_done)) {
+            r = BG_EXIT;
+        } else if (lull_trace_shared_nonempty()) {
+            r = BG_WORK;
+            if (!leader)
+                mark_g.bg_busy++;
+        } else {
+            r = leader && mark_g.bg_busy == 0 ? BG_QUIET : -1;
+        }
+        pthread_mutex_unlock(&mark_g.bg_lock);
+        if (r >= 0)
+            break;
+        lull_workers_background_wait(seen);
+    }
+    atomic_fetch_sub(&mark_g.bg_waiting, 1);
+    lull_trace_note_idle(-1);
+    return r;
+}
+
+/* A helper: drain, wait for shared work, drain, ... *busy: whether it is
+ * counted in bg_busy when it returns. */
+static void background_help(lull_tracer *tr, bool *busy)
+{
+    for (;;) {
+        if (!drain_background(tr))
+            return;
+        pthread_mutex_lock(&mark_g.bg_lock);
+        bool last = --mark_g.bg_busy == 0;
+        pthread_mutex_unlock(&mark_g.bg_lock);
+        *busy = false;
+        if (last)
+            lull_workers_background_kick();     /* the leader may wait for quiet */
+        if (bg_wait(false) != BG_WORK)
+            return;
+        *busy = true;
+    }
+}
+
+/* The leader (worker 0): drain until quiet; then preclean, pass after
+ * pass, blackening (with the helpers) what each pass greyed, until the
+ * final pause is worth its cost; then, once quiet again, say so
+ * (lull_mark_ready). The final pause rescans the union cards stored to
+ * since each was precleaned: about as many as the program dirtied during the
+ * last pass. So the mark ends after a complete pass that found at most
+ * PRECLEAN_ENOUGH dirty cards, or once passes stop shrinking
+ * (PRECLEAN_SETTLE passes done, and one found more than seven eighths of
+ * what the one before did: the program dirties cards as fast as they are
+ * rescanned, and more passes cannot make the final pause smaller), or
+ * after PRECLEAN_MAX passes whatever they found. The passes are counted
+ * over the whole mark, not per run of the job: every pause stops the job. */
+#define PRECLEAN_ENOUGH 4096u   /* dirty cards the final pause rescans in well under a ms */
+#define PRECLEAN_SETTLE 6u
+#define PRECLEAN_MAX    24u
+
+/* One preclean pass, or what is left of it (it goes on where a pause
+ * stopped it); false: stopped before its end. At its end last_found is
+ * what it found and prev_found what the one before did. */
+static bool preclean_pass(lull_tracer *tr)
+{
+    uint64_t t_step = lull_now_ns();
+    size_t before = mark_g.pass_running ? mark_g.pass_found : 0;
+    if (!mark_g.pass_running) {
+        mark_g.pass_running = true;
+        LULL_PROBE1(preclean_begin, mark_g.cycle);
+        mark_g.pass_block = 0;
+        mark_g.pass_found = 0;
+    }
+    bool complete = preclean_step(tr);
+    LULL_TL(LULL_TL_PRECLEAN, t_step, lull_now_ns() - t_step, mark_g.pass_found - before, 0, 0, NULL);
+    if (!complete)
+        return false;
+    size_t found = mark_g.pass_found;
+    mark_g.pass_running = false;
+    atomic_fetch_add(&mark_g.precleaned, found);
+    LULL_PROBE1(preclean_end, found);
+    mark_g.passes++;
+    mark_g.prev_found = mark_g.last_found;
+    mark_g.last_found = found;
+    return true;
+}
+
+/* The mark is done (the policy runs the final pause at the next
+ * allocation slow path), but until that pause comes the program goes on
+ * storing, and every card it dirties meanwhile is the pause's to rescan.
+ * So the leader alone (the helpers have left) goes on with passes,
+ * draining what each greys: back to back while they find more than
+ * PRECLEAN_ENOUGH cards, else after a nap that doubles from 1 ms up to
+ * 64 ms while they find little (an idle program costs a look at the card
+ * table every 64 ms). The graph benchmark sets the 16 million edges of
+ * its live graph without allocating: every card of the heap dirtied in
+ * turn with no slow path to run the final pause, which then rescanned
+ * 345,000 cards (44-79 ms); now it rescans what was dirtied since the
+ * last pass. The pause stops this as it stops any run of the job (the
+ * nap is woken by the stop); what a pass greyed and did not blacken goes
+ * to `held` for its drain; after a minor the job comes back to this
+ * (lull_mark_resume_background). */
+#define TAIL_NAP_MIN_NS 1000000u
+#define TAIL_NAP_MAX_NS 64000000u
+static void preclean_tail(lull_tracer *tr)
+{
+    uint64_t nap = mark_g.last_found > PRECLEAN_ENOUGH ? 0 : TAIL_NAP_MIN_NS;
+    tr->share = false;
+    if (!drain_background(tr))      /* what a pause left in `held`, after a minor */
+        return;
+    for (;;) {
+        if (nap) {
+            lull_workers_background_nap(nap);
+            nap = nap * 2 > TAIL_NAP_MAX_NS ? TAIL_NAP_MAX_NS : nap * 2;
+        }
+        if (!preclean_pass(tr) || !drain_background(tr))
+            return;
+        if (mark_g.last_found > PRECLEAN_ENOUGH)
+            nap = 0;
+        else if (!nap)
+            nap = TAIL_NAP_MIN_NS;
+    }
+}
+
+static void background_lead(lull_tracer *tr)
+{
+    bool done = false;
+    for (;;) {
+        if (!drain_background(tr))
+            return;
+        int r = bg_wait(true);
+        if (r == BG_EXIT)
+            return;
+        if (r == BG_WORK)
+            continue;
+        if (done) {
+            atomic_store(&mark_g.bg_done_ns, lull_now_ns());
+            atomic_store(&mark_g.bg_done, true);
+            lull_workers_background_kick();     /* the helpers leave */
+            LULL_PROBE1(concurrent_mark_done, mark_g.cycle);
+            preclean_tail(tr);
+            return;
+        }
+        if (!preclean_pass(tr))
+            return;     /* stopped: the pass goes on from pass_block at the next run */
+        size_t found = mark_g.last_found;
+        done = found <= PRECLEAN_ENOUGH || mark_g.passes >= PRECLEAN_MAX ||
+               (mark_g.passes >= PRECLEAN_SETTLE && found >= mark_g.prev_found);
+    }
+}
+
+/* Append a chain to `held` (bg_lock held, or the job stopped). */
+static void hold_chain(lull_grey_section *chain)
+{
+    lull_tracer held = { .cur = mark_g.held };
+    lull_tracer_adopt(&held, chain);
+    mark_g.held = lull_tracer_take(&held);
+}
+
+static void background_job(lull_tracer *tr, void *arg)
+{
+    (void)arg;
+    bool leader = tr->id == 1;      /* worker 0 */
+    uint64_t t_run = lull_now_ns(), scanned_before = tr->scanned;
+    tr->share = mark_g.bg_width > 1;
+    pthread_mutex_lock(&mark_g.bg_lock);
+    mark_g.bg_inside++;
+    bool tail = atomic_load(&mark_g.bg_done);   /* the leader alone: preclean_tail */
+    bool busy = !leader, go = !lull_workers_background_stopping() && (leader || !tail);
+    if (busy)
+        mark_g.bg_busy++;
+    if (go) {
+        lull_tracer_adopt(tr, mark_g.held);
+        mark_g.held = NULL;
+    }
+    pthread_mutex_unlock(&mark_g.bg_lock);
+    if (go) {
+        if (tr->share && tr->cur) {
+            lull_tracer_share_older(tr);
+            offer_work();
+        }
+        if (leader)
+            lull_major_prepare_for_promotion();   /* the sweep job's part, which a mark keeps from running */
+        if (leader && tail) {
+            preclean_tail(tr);
+        } else if (leader) {
+            background_lead(tr);
+        } else {
+            background_help(tr, &busy);
+        }
+    }
+    pthread_mutex_lock(&mark_g.bg_lock);
+    hold_chain(lull_tracer_take(tr));
+    if (busy)
+        mark_g.bg_busy--;
+    if (--mark_g.bg_inside == 0)
+        hold_chain(lull_trace_take_shared());
+    pthread_mutex_unlock(&mark_g.bg_lock);
+    tr->share = false;
+    LULL_TL(LULL_TL_CONCURRENT_MARK, t_run, lull_now_ns() - t_run, mark_g.cycle, tr->scanned - scanned_before, 0,
+            NULL);
+}
+
+void lull_mark_begin_concurrent(void)
+{
+    lull_mark_assert_all_clear();
+    lull_mark_set_marking(true);
+    mark_g.ignore_nursery = true;
+    mark_g.atomic_marks = true;
+    mark_g.plant = false;
+    mark_g.cycle++;
+    mark_g.overflows = 0;
+    mark_g.scanned_by_stopper = 0;
+    atomic_store(&mark_g.scanned, 0);
+    atomic_store(&mark_g.precleaned, 0);
+    atomic_store(&mark_g.bg_done, false);
+    atomic_store(&mark_g.bg_done_ns, 0);
+    for (unsigned i = 0; i <= LULL_MAX_WORKERS; i++)
+        atomic_store_explicit(&mark_g.bg_scanned[i], 0, memory_order_relaxed);
+    mark_g.bg_width = lull_workers_background_threads();
+    mark_g.passes = 0;
+    mark_g.last_found = mark_g.prev_found = SIZE_MAX;
+    mark_g.pass_running = false;
+    lull_tracer tr = { .id = 0 };
+    lull_roots_scan_threads(lull_mark_conservative, &tr);
+    lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
+    /* What the nursery and the young large objects point to, as the final
+     * pause will: an old structure that only a nursery object leads to
+     * (a list whose head a local variable pins there) is then marked
+     * concurrently, not all in the final pause. The policy starts a mark
+     * soon after a minor, when the nursery holds little. */
+    final_roots_begin();
+    mark_g.deferred_young = 0;
+    final_young_part(&tr, true);
+    mark_g.held = lull_tracer_take(&tr);
+}
+
+bool lull_mark_resume_background(void)
+{
+    if (!lull_marking())
+        return false;
+    if (lull_workers_can_background()) {
+        /* Once the mark is done, worker 0 alone (preclean_tail); bg_width
+         * stays what the mark ran on (lull_mark_background_work). */
+        bool done = atomic_load(&mark_g.bg_done);
+        if (!done)
+            mark_g.bg_width = lull_workers_background_threads();
+        lull_workers_start_background(background_job, NULL, done ? 1 : mark_g.bg_width);
+    }
+    return true;
+}
+
+bool lull_mark_ready(void)
+{
+    return !lull_workers_can_background() || atomic_load(&mark_g.bg_done);
+}
+
+bool lull_mark_background_done(void)
+{
+    return atomic_load(&mark_g.bg_done);
+}
+
+uint64_t lull_mark_background_done_ns(void)
+{
+    return atomic_load(&mark_g.bg_done_ns);
+}
+
+uint64_t lull_mark_cycle(void)
+{
+    return mark_g.cycle;
+}
+
+static void verify_concurrent(lull_tracer *tr);
+static void check_mod_union(void);
+
+void lull_mark_finish(lull_tracer *tr)
+{
+    if (lull_cfg.check_mod_union)
+        check_mod_union();
+    /* The nursery stays ignored: no minor precedes this pause, and every
+     * object in the nursery, with every young large object, is a root of
+     * it (mark.h). They are not marked; the next minor judges them. */
+    lull_tracer_adopt(tr, mark_g.held);
+    mark_g.held = NULL;
+    lull_roots_scan_threads(lull_mark_conservative, tr);
+    lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, tr);
+    /* The nursery, the young large objects and the dirty cards: shared by
+     * every marker at the start of the drain, or done here by this thread
+     * alone when there is no worker, or with verify-parallel, which checks
+     * this drain as it does a synchronous one: the serial re-mark starts
+     * from every object marked before the drain (the roots, what the
+     * nursery and the cards greyed, and all the concurrent mark
+     * blackened), whose closure must be what the parallel drain reaches. */
+    final_roots_begin();
+    mark_g.final_in_drain = lull_workers_count() && !lull_cfg.verify_parallel;
+    if (!mark_g.final_in_drain)
+        final_roots_part(tr);
+    if (lull_cfg.verify_parallel)
+        lull_mark_verify_parallel_save();
+    uint64_t concurrent = atomic_load(&mark_g.scanned);
+    lull_mark_drain(tr);
+    mark_g.final_cards = atomic_load(&mark_g.cards_found);
+    mark_g.final_nursery_objects = atomic_load(&mark_g.nursery_objects);
+    mark_g.final_in_drain = false;
+    atomic_fetch_add(&mark_g.scanned, concurrent);
+    if (lull_cfg.verify_parallel && lull_workers_count())
+        lull_mark_verify_parallel_check(tr);
+    if (lull_cfg.verify_concurrent)
+        verify_concurrent(tr);
+    lull_mark_set_marking(false);
+}
+
+uint64_t lull_mark_deferred_young_bytes(void)
+{
+    return mark_g.deferred_young;
+}
+
+uint64_t lull_mark_final_young_bytes(void)
+{
+    return atomic_load(&mark_g.nursery_bytes);
+}
+
+void lull_mark_end_major(void)
+{
+    mark_g.ignore_nursery = mark_g.atomic_marks = false;
+}
+
+void lull_mark_abandon(void)
+{
+    if (!lull_marking())
+        return;
+    lull_workers_stop_background();
+    lull_trace_release_chain(mark_g.held);
+    mark_g.held = NULL;
+    mark_g.ignore_nursery = mark_g.atomic_marks = false;
+    lull_mark_set_marking(false);
+}
+
+unsigned lull_mark_background_work(uint64_t *by_worker, unsigned n)
+{
+    unsigned w = mark_g.bg_width;
+    for (unsigned i = 0; i < n && i < w; i++)
+        by_worker[i] = atomic_load_explicit(&mark_g.bg_scanned[i + 1], memory_order_relaxed);
+    return w;
+}
+
+void lull_mark_concurrent_work(uint64_t *precleaned, uint64_t *final_cards, uint64_t *final_nursery_objects)
+{
+    *precleaned = atomic_load(&mark_g.precleaned);
+    *final_cards = mark_g.final_cards;
+    *final_nursery_objects = mark_g.final_nursery_objects;
+}
+
+static size_t bitmap_words(void)
+{
+    /* A block's mark bits are LULL_BLOCK_SIZE / 16 / 64 words. */
+    return (size_t)lull_frontier() * (LULL_BLOCK_SIZE >> (LULL_GRANULE_SHIFT + 6));
+}
+
+void lull_mark_assert_all_clear(void)
+{
+#ifdef LULL_CHECKED
+    const uint64_t *bits = lull_heap_g.mark_bits;
+    for (size_t i = 0, n = bitmap_words(); i < n; i++)
+        if (bits[i]) {
+            uintptr_t a = lull_heap_g.start + ((i * 64 + (size_t)__builtin_ctzll(bits[i])) << LULL_GRANULE_SHIFT);
+            lull_fatal("lull_collect", "assertion: a mark begins with the mark bit of %p (block %u, state %u) "
+                       "already set: that object would never be scanned", (void *)a, lull_block_index(a),
+                       (unsigned)lull_block_of(a)->state);
+        }
+#endif
+}
+
+/* ------------------------------------------------------------------------ */
+/* verify-parallel                                                          */
+/* ------------------------------------------------------------------------ */
+
+void lull_mark_verify_parallel_save(void)
+{
+    mark_g.shadow_words = bitmap_words();
+    memcpy(mark_g.shadow_roots, lull_heap_g.mark_bits, mark_g.shadow_words * sizeof(uint64_t));
+}
+
+static void push_marked(uintptr_t obj, void *ctx)
+{
+    lull_tracer_push(ctx, obj);
+}
+
+void lull_mark_verify_parallel_check(lull_tracer *tr)
+{
+    size_t n = bitmap_words();
+    uint64_t *bits = lull_heap_g.mark_bits;
+    memcpy(mark_g.shadow_parallel, bits, n * sizeof(uint64_t));
+    /* The serial mark from the same roots: the objects the roots marked are
+     * grey again, everything else white. Blocks an evacuating drain took
+     * for its copies lie beyond the saved frontier: nothing of theirs was
+     * marked by the roots. */
+    memcpy(bits, mark_g.shadow_roots, mark_g.shadow_words * sizeof(uint64_t));
+    memset(bits + mark_g.shadow_words, 0, (n - mark_g.shadow_words) * sizeof(uint64_t));
+    lull_heap_each_marked(true, push_marked, tr);
+    mark_g.plant = false;
+    /* After an evacuating drain the re-mark follows the slots as the
+     * parallel mark left them, copying nothing: a slot still at an old
+     * copy is reported (evacuate). */
+    int evac = mark_g.evac;
+    if (evac != EVAC_OFF)
+        mark_g.evac = EVAC_CHECK;
+    drain(tr, false);
+    mark_g.evac = evac;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t d = bits[i] ^ mark_g.shadow_parallel[i];
+        if (!d)
+            continue;
+        unsigned bit = (unsigned)__builtin_ctzll(d);
+        uintptr_t obj = lull_heap_g.start + (((uintptr_t)i * 64 + bit) << LULL_GRANULE_SHIFT);
+        bool serial = (bits[i] >> bit) & 1;
+        const lull_type *t = lull_header_type(*(uintptr_t *)obj);
+        lull_fatal("verify-parallel", "object %p (type %s) is %s by the serial re-mark but %s by the "
+                   "parallel mark: the parallel mark %s", (void *)obj, t && t->name ? t->name : "?",
+                   serial ? "marked" : "unmarked", serial ? "unmarked" : "marked",
+                   serial ? "lost a reachable object" : "marked an unreachable object");
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* check-mod-union                                                          */
+/* ------------------------------------------------------------------------ */
+
+static void check_mod_union_slot(void **slotp, void *ctx)
+{
+    uintptr_t holder = (uintptr_t)ctx, v = (uintptr_t)*slotp;
+    if (!lull_in_committed(v) || lull_in_nursery(v) || lull_is_marked(v) || lull_young_large_at(v) == v)
+        return;     /* the nursery and the young large objects are the final pause's roots */
+    size_t card = ((uintptr_t)slotp - lull_heap_g.start) >> LULL_CARD_SHIFT;
+    if (lull_heap_g.union_cards[card])
+        return;
+    const lull_type *t = lull_header_type(*(uintptr_t *)holder);
+    lull_fatal("check-mod-union", "object %p (type %s), marked and scanned, holds at offset %zu a reference to "
+               "unmarked %p on a card clean in the union table: the concurrent mark would free a reachable "
+               "object (a store without lull_store, or a card cleared without its objects rescanned)", (void *)holder, t && t->name ? t->name : "?",
+               (size_t)((uintptr_t)slotp - holder), (void *)v);
+}
+
+static void check_mod_union_object(uintptr_t obj, void *ctx)
+{
+    (void)ctx;
+    size_t g = lull_granule_of(obj);
+    if ((mark_g.shadow_roots[g >> 6] >> (g & 63)) & 1)
+        return;     /* grey: not scanned yet */
+    lull_trace_slots(obj, check_mod_union_slot, (void *)obj);
+}
+
+static void set_shadow(uintptr_t obj, void *ctx)
+{
+    (void)ctx;
+    size_t g = lull_granule_of(obj);
+    mark_g.shadow_roots[g >> 6] |= (uint64_t)1 << (g & 63);
+}
+
+/* At the final pause, before anything is rescanned (world stopped): every
+ * marked object that is not grey (held) has been scanned, so a reference it
+ * holds to an unmarked object outside the nursery was stored after the
+ * scan, and its card must be dirty in one of the two tables. Not checked
+ * after an overflow (marked objects may be unscanned then). */
+static void check_mod_union(void)
+{
+    if (lull_trace_overflow_pending())
+        return;
+    memset(mark_g.shadow_roots, 0, bitmap_words() * sizeof(uint64_t));
+    for (lull_grey_section *s = mark_g.held; s; s = s->prev)
+        for (size_t i = 0; i < s->top; i++) {
+            uintptr_t e = s->item[i];
+            set_shadow(e & GREY_RESUME ? resume_object(e & ~GREY_RESUME) : e, NULL);   /* partly scanned */
+        }
+    lull_heap_each_marked(true, check_mod_union_object, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* verify-concurrent                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct referrer_ctx {
+    uintptr_t target, found;
+    size_t offset;
+    uintptr_t obj;
+} referrer_ctx;
+
+static void referrer_slot(void **slot, void *ctx)
+{
+    referrer_ctx *r = ctx;
+    if (!r->found && (uintptr_t)__atomic_load_n(slot, __ATOMIC_RELAXED) == r->target) {
+        r->found = r->obj;
+        r->offset = (uintptr_t)slot - r->obj;
+    }
+}
+
+static void referrer_object(uintptr_t obj, void *ctx)
+{
+    referrer_ctx *r = ctx;
+    if (r->found || obj == r->target)
+        return;
+    r->obj = obj;
+    lull_trace_slots(obj, referrer_slot, r);
+}
+
+/* After the final drain, world stopped: mark again, serially and from the
+ * roots alone, into the bitmap (the concurrent result saved aside); every
+ * object this finds must be marked by the concurrent mark too (it may have
+ * marked more: objects that died while it ran). Else abort with the path
+ * from the first such object back to a root, through objects the re-mark
+ * found (each referrer found by a walk of the heap). */
+static void verify_concurrent(lull_tracer *tr)
+{
+    size_t n = bitmap_words();
+    uint64_t *bits = lull_heap_g.mark_bits;
+    memcpy(mark_g.shadow_parallel, bits, n * sizeof(uint64_t));
+    memset(bits, 0, n * sizeof(uint64_t));
+    lull_roots_scan_threads(lull_mark_conservative, tr);
+    lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, tr);
+    final_roots_begin();    /* the nursery and the young large objects are roots here too */
+    final_young_part(tr, false);
+    drain(tr, false);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t d = bits[i] & ~mark_g.shadow_parallel[i];
+        if (!d)
+            continue;
+        uintptr_t obj = lull_heap_g.start + (((uintptr_t)i * 64 + (unsigned)__builtin_ctzll(d)) << LULL_GRANULE_SHIFT);
+        char path[1024];
+        size_t len = 0;
+        path[0] = 0;
+        uintptr_t cur = obj;
+        for (int depth = 0; depth < 8; depth++) {
+            referrer_ctx r = { .target = cur };
+            lull_heap_each_marked(true, referrer_object, &r);
+            if (!r.found) {
+                len += (size_t)snprintf(path + len, sizeof path - len, " <- a root");
+                break;
+            }
+            const lull_type *rt = lull_header_type(*(uintptr_t *)r.found);
+            len += (size_t)snprintf(path + len, sizeof path - len, " <- %p (type %s, %s, offset %zu)",
+                                    (void *)r.found, rt && rt->name ? rt->name : "?",
+                                    (mark_g.shadow_parallel[lull_granule_of(r.found) >> 6] >>
+                                     (lull_granule_of(r.found) & 63)) & 1 ? "marked" : "unmarked",
+                                    r.offset);
+            if (len >= sizeof path)
+                break;
+            cur = r.found;
+        }
+        const lull_type *t = lull_header_type(*(uintptr_t *)obj);
+        lull_fatal("verify-concurrent", "object %p (type %s) is reachable but the concurrent mark left it "
+                   "unmarked: it would be freed. Path: %p%s", (void *)obj, t && t->name ? t->name : "?",
+                   (void *)obj, path);
+    }
+    memcpy(bits, mark_g.shadow_parallel, n * sizeof(uint64_t));
+}

@@ -1,0 +1,75 @@
+/* workers.h — the collector's worker threads.
+ *
+ * mark-workers=N means at most N threads trace in a pause; the thread that
+ * stopped the world is one of them, so N - 1 worker threads are started by
+ * lull_init (at least one with major=concurrent: the background jobs,
+ * the concurrent mark on all of them and the sweep on worker 0, need a
+ * thread besides the mutators) and joined by lull_shutdown. They are not attached: they are
+ * never stopped by the suspend signal (every signal is blocked in them) and
+ * cooperate through the jobs handed to them instead. Idle, they sleep on a
+ * condition variable (no spinning). Each has a name (`lull-mark/1`, ...,
+ * shown by `ps -L`) and its own tracer (trace.h).
+ *
+ * fork(): the forking thread holds the gc lock and stops the background
+ * job (init.c), so no job runs and every worker is parked; the parent's workers stay parked and carry on.
+ * The child has none of those threads: it starts its own set (except
+ * under AddressSanitizer: workers.c says why). */
+#ifndef LULL_WORKERS_H
+#define LULL_WORKERS_H
+
+#include <stdbool.h>
+
+#include "trace/trace.h"
+
+#define LULL_MAX_WORKERS 64
+
+typedef void (*lull_worker_job)(lull_tracer *tr, void *arg);
+
+/* Start n worker threads for pause jobs (lull_init), at least one when
+ * `background` (concurrent marking needs a thread besides the mutators
+ * even with mark-workers=1; that one then takes no part in pauses).
+ * Threads that cannot be created are reported once and the collector runs
+ * with fewer. */
+void lull_workers_start(unsigned n, bool background);
+/* Stop and join them (lull_shutdown). */
+void lull_workers_stop(void);
+/* In the child of fork(): forget the parent's threads, start new ones. */
+void lull_workers_after_fork_child(void);
+
+/* Worker threads that take part in pause jobs (markers besides the
+ * stopping thread). */
+unsigned lull_workers_count(void);
+
+/* The background job: one job at a time, while the world runs, on the
+ * first `width` worker threads at once (the concurrent mark: every one;
+ * the background sweep: worker 0 alone), each calling job(its tracer,
+ * arg) once. Posted and stopped by the thread that holds the gc lock. The
+ * job polls lull_workers_background_stopping() and returns soon after it
+ * turns true; stop returns once every thread that took the job has
+ * returned, and no thread takes it afterwards (a thread that had not
+ * taken it yet never runs it). So a thread may join a job late, or not at
+ * all: the job cannot count on how many run it. Every pause stops it
+ * first: lull_workers_run must not find it running. can_background: a
+ * thread exists to run it; background_threads: how many. */
+bool lull_workers_can_background(void);
+unsigned lull_workers_background_threads(void);
+void lull_workers_start_background(lull_worker_job job, void *arg, unsigned width);
+void lull_workers_stop_background(void);
+bool lull_workers_background_stopping(void);
+
+/* Parking for a background job's thread that has nothing to do (only
+ * from inside the job). Read kicks() before looking for work; if there is
+ * none, wait(seen) sleeps until kick() has been called after that read,
+ * or a stop is asked for (whichever came first: no wake-up is lost). */
+uint64_t lull_workers_background_kicks(void);
+void lull_workers_background_wait(uint64_t seen);
+void lull_workers_background_kick(void);
+/* Sleep up to ns, or until a kick or a stop, whichever comes first. */
+void lull_workers_background_nap(uint64_t ns);
+
+/* Run job(tracer, arg) on every worker and on the calling thread with
+ * `self`, and return when all calls have returned. Only the thread that
+ * stopped the world calls it, with the gc lock held. */
+void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self);
+
+#endif
