@@ -1,5 +1,7 @@
 #include "base/config.h"
 
+#include <stdatomic.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -304,4 +306,18 @@ int lull_config_parse(lull_config *c, const char *params)
         r = -EINVAL;
     }
     return r;
+}
+
+lull_config lull_cfg;
+
+static atomic_bool initialised;
+
+bool lull_is_initialised(void)
+{
+    return atomic_load_explicit(&initialised, memory_order_acquire);
+}
+
+void lull_set_initialised(bool on)
+{
+    atomic_store_explicit(&initialised, on, memory_order_release);
 }

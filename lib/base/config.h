@@ -68,4 +68,14 @@ int lull_config_parse_size(const char *s, size_t *out);
 /* Parse a time: digits and a unit, ns, us, ms or s. 0 or -EINVAL. */
 int lull_config_parse_time(const char *s, uint64_t *ns);
 
+/* The options (global): written by lull_init before any other thread can
+ * see the collector, read-only until lull_shutdown. */
+extern lull_config lull_cfg;
+
+/* lull_init has completed and lull_shutdown has not begun (read by every
+ * API entry, without a lock); set only by gc/init.c. */
+bool lull_is_initialised(void);
+void lull_set_initialised(bool on);
+
+
 #endif

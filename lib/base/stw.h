@@ -22,7 +22,7 @@
 #ifndef LULL_STW_H
 #define LULL_STW_H
 
-#include "gc/threads.h"
+#include "base/registry.h"
 
 int  lull_stw_install(int suspend_signal, int restart_signal);
 void lull_stw_uninstall(void);

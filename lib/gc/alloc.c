@@ -293,39 +293,6 @@ void *lull_alloc_pinned(const lull_type *type)
     return alloc_common(t, type, type->size, 0, LULL_HDR_NOMOVE);
 }
 
-/* Could `a`, whose first word is `hdr`, be the start of an object? Without
- * the gc lock (the caller holds a live object, so its block's state is
- * stable): in the major heap, `a` must be a slot boundary or a large
- * object's first byte. A type never lives in the heap, and is an aligned
- * address above the first page: that is what rejects an interior pointer
- * into the nursery (whose object starts are known only to a collection). */
-static bool plausible_start(uintptr_t a, uintptr_t hdr)
-{
-    uintptr_t tp = hdr & ~(uintptr_t)LULL_HDR_TAG_MASK;
-    if (tp < 4096 || tp % sizeof(void *) || lull_in_committed(tp))
-        return false;
-    const lull_block *b = lull_block_of(a);
-    switch (b->state) {
-    case LULL_BLOCK_SMALL:
-        return (a & (LULL_BLOCK_SIZE - 1)) % lull_class_size[b->size_class] == 0;
-    case LULL_BLOCK_LARGE_HEAD:
-        return (a & (LULL_BLOCK_SIZE - 1)) == 0;
-    case LULL_BLOCK_NURSERY:
-        return true;
-    default:
-        return false;
-    }
-}
-
-bool lull_object_plausible(const void *obj)
-{
-    uintptr_t a = (uintptr_t)obj;
-    if (!lull_is_initialised() || !lull_in_committed(a) || a % LULL_GRANULE)
-        return false;
-    uintptr_t hdr = __atomic_load_n((const uintptr_t *)obj, __ATOMIC_RELAXED);
-    return hdr && plausible_start(a, hdr);
-}
-
 static uintptr_t object_header(const char *fn, const void *obj)
 {
     if (!lull_is_initialised())
@@ -336,7 +303,7 @@ static uintptr_t object_header(const char *fn, const void *obj)
     uintptr_t hdr = __atomic_load_n((const uintptr_t *)obj, __ATOMIC_RELAXED);
     if (!hdr)
         lull_fatal(fn, "%p is not an allocated heap object", obj);
-    if (!plausible_start(a, hdr))
+    if (!lull_object_start_plausible(a, hdr))
         lull_fatal(fn, "%p is not the start of a heap object (an interior pointer?)", obj);
     return hdr;
 }

@@ -1,5 +1,5 @@
-/* collect.h — the gc lock and the phases of a collection (the policy that
- * decides which and when is policy.h). */
+/* collect.h — the pauses of a collection (the policy that decides which
+ * and when is policy.h; the gc lock is base/gclock.h). */
 #ifndef LULL_COLLECT_H
 #define LULL_COLLECT_H
 
@@ -7,32 +7,7 @@
 #include <stdint.h>
 
 #include "base/config.h"
-
-/* The options (global): written by lull_init before any other thread can
- * see the collector, read-only until lull_shutdown. */
-extern lull_config lull_cfg;
-
-bool lull_is_initialised(void);
-
-/* The gc lock protects the block space, the free-block lists, the thread
- * and root registries and the collection itself. Whoever stops the world
- * holds it for the whole pause, so no thread is ever stopped holding it. */
-void lull_gc_lock(void);
-void lull_gc_unlock(void);
-/* Take it if free (a collector thread that must not wait for it). */
-bool lull_gc_trylock(void);
-/* The same, for a background job that takes it again and again: the
- * threads waiting for it have it first. */
-bool lull_gc_trylock_after_waiters(void);
-/* The lock for a background job, tried until had (the thread that holds
- * it may be stopping the job: blocking on it could deadlock); false when
- * the job is asked to stop meanwhile. Between tries the job sleeps
- * sleep_us, or yields if 0: it has the lock sooner, and keeps a core busy
- * while a mutator holds it. */
-bool lull_gc_lock_background(unsigned sleep_us);
-/* In the child of fork() (the forking thread holds the lock): forget the
- * parent's waiters. */
-void lull_gc_lock_after_fork_child(void);
+#include "base/gclock.h"
 
 /* A full stop-the-world collection (gc lock held). */
 /* What lull_collect_locked runs: LULL_GEN_NURSERY (a minor), LULL_GEN_MAJOR

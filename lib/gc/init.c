@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "gc/collect.h"
-#include "trace/finalize.h"
+#include "gc/finalizers.h"
 #include "trace/handles.h"
 #include "gc/policy.h"
 #include "space/heap.h"
@@ -24,15 +24,12 @@
 #include "base/util.h"
 
 
-struct lull__barrier_state lull__barrier;
-lull_config lull_cfg;
 
 /* The lifecycle: one instance. init_lock serialises lull_init and
- * lull_shutdown (and fork, init.c's atfork handlers); initialised is read
- * by every API entry without it. */
+ * lull_shutdown (and fork, init.c's atfork handlers); lull_is_initialised (base/config.h)
+ * is read by every API entry without it. */
 static struct {
     pthread_mutex_t init_lock;
-    atomic_bool initialised;
     pthread_once_t atfork_once;
 } init_g = { .init_lock = PTHREAD_MUTEX_INITIALIZER, .atfork_once = PTHREAD_ONCE_INIT };
 
@@ -85,11 +82,6 @@ static void install_atfork(void)
 {
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
         lull_warn("lull_init", "pthread_atfork failed: fork() in a running program is unsafe");
-}
-
-bool lull_is_initialised(void)
-{
-    return atomic_load_explicit(&init_g.initialised, memory_order_acquire);
 }
 
 int lull_init(const char *params)
@@ -158,7 +150,7 @@ int lull_init(const char *params)
     lull__barrier.mark_cards = lull_heap_g.union_cards;
     lull__barrier.heap_start = lull_heap_g.start;
     __atomic_store_n(&lull__barrier.heap_size, lull_heap_g.reserve, __ATOMIC_RELEASE);
-    atomic_store_explicit(&init_g.initialised, true, memory_order_release);
+    lull_set_initialised(true);
     r = lull_threads_attach();
     pthread_mutex_unlock(&init_g.init_lock);
     if (r) {
@@ -184,7 +176,7 @@ void lull_shutdown(void)
     if (others)
         lull_fatal("lull_shutdown", "%u other thread(s) are still attached; detach them first", others);
     lull_threads_detach();
-    atomic_store_explicit(&init_g.initialised, false, memory_order_release);
+    lull_set_initialised(false);
     __atomic_store_n(&lull__barrier.heap_size, 0, __ATOMIC_RELEASE);
     lull_mark_abandon();
     lull_workers_stop();

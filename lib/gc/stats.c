@@ -1,4 +1,5 @@
 #include "gc/stats.h"
+#include "gc/finalizers.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -72,7 +73,6 @@ static struct {
     uint64_t bytes_promoted, bytes_aged;
     uint64_t objects_evacuated, bytes_evacuated;
     /* Updated without the lock (the queueing happens in a pause). */
-    atomic_uint_fast64_t finalizers_queued, finalizers_run;
 } stats_g = { .stats_lock = PTHREAD_MUTEX_INITIALIZER };
 
 void lull_stats_lock_for_fork(void)
@@ -94,17 +94,8 @@ void lull_stats_reset(void)
     stats_g.live_after_major = 0;
     stats_g.bytes_promoted = stats_g.bytes_aged = 0;
     stats_g.objects_evacuated = stats_g.bytes_evacuated = 0;
-    atomic_store(&stats_g.finalizers_queued, 0);
-    atomic_store(&stats_g.finalizers_run, 0);
+    lull_finalizers_reset();
     pthread_mutex_unlock(&stats_g.stats_lock);
-}
-
-void lull_stats_note_finalizers(uint64_t queued, uint64_t run)
-{
-    if (queued)
-        atomic_fetch_add_explicit(&stats_g.finalizers_queued, queued, memory_order_relaxed);
-    if (run)
-        atomic_fetch_add_explicit(&stats_g.finalizers_run, run, memory_order_relaxed);
 }
 
 void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
@@ -160,8 +151,8 @@ void lull_get_stats(lull_stats *s)
     s->bytes_aged = stats_g.bytes_aged;
     s->objects_evacuated = stats_g.objects_evacuated;
     s->bytes_evacuated = stats_g.bytes_evacuated;
-    s->finalizers_queued = atomic_load_explicit(&stats_g.finalizers_queued, memory_order_relaxed);
-    s->finalizers_run = atomic_load_explicit(&stats_g.finalizers_run, memory_order_relaxed);
+    s->finalizers_queued = lull_finalize_queued_total();
+    s->finalizers_run = lull_finalizers_run_total();
     const lull_histogram *mi = &stats_g.pauses_by_kind[LULL_PAUSE_MINOR], *ma = &stats_g.pauses_by_kind[LULL_PAUSE_MAJOR];
     s->pauses_minor = mi->count;
     s->pause_minor_max_ns = mi->max;

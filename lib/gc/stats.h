@@ -41,7 +41,5 @@ void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, ui
                                   uint64_t promoted_bytes, uint64_t aged_bytes);
 /* What a synchronous major evacuated (after its pause). */
 void lull_stats_note_evacuated(uint64_t objects, uint64_t bytes);
-/* Finalizers queued by a collection (in its pause: no lock taken) and run. */
-void lull_stats_note_finalizers(uint64_t queued, uint64_t run);
 
 #endif

@@ -1,4 +1,5 @@
-/* threads.c — attach, detach, and the registry of attached threads. */
+/* threads.c — attach and detach: a thread's record made, linked into the
+ * registry (base/registry.c) and unlinked, its allocation state handed back. */
 #include "gc/threads.h"
 #include "space/nursery.h"
 
@@ -10,21 +11,15 @@
 #include "gc/policy.h"
 #include "base/util.h"
 
-__thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
 
-/* The thread registry: one instance, written with the gc lock held
- * (attach, detach, the exit destructor), read by the stopper with the
- * world stopped. The exit key is created once per process. */
+/* Attach and detach: one instance, written with the gc lock held
+ * (attach, detach, the exit destructor). The exit key is created once per
+ * process. */
 static struct {
-    lull_thread *registry;
-    unsigned registry_count;
     uint64_t allocated_by_detached;
     pthread_key_t exit_key;
     pthread_once_t exit_key_once;
 } threads_g = { .exit_key_once = PTHREAD_ONCE_INIT };
-
-lull_thread *lull_threads_first(void) { return threads_g.registry; }
-unsigned lull_threads_count(void) { return threads_g.registry_count; }
 
 /* A thread that exits attached is detached here, by its key's destructor,
  * before the thread is gone: the collector never signals a dead thread. */
@@ -43,15 +38,14 @@ static void make_exit_key(void)
 void lull_threads_init(void)
 {
     pthread_once(&threads_g.exit_key_once, make_exit_key);
-    threads_g.registry = NULL;
-    threads_g.registry_count = 0;
+    lull_registry_init();
     threads_g.allocated_by_detached = 0;
 }
 
 uint64_t lull_threads_allocated_bytes_locked(void)
 {
     uint64_t sum = threads_g.allocated_by_detached;
-    for (lull_thread *t = threads_g.registry; t; t = t->next)
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
         sum += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     return sum;
 }
@@ -83,7 +77,7 @@ static int stack_bounds(uintptr_t *lo, uintptr_t *hi)
 void lull_threads_after_fork_child(void)
 {
     lull_thread *self = lull_thread_self, *next;
-    for (lull_thread *t = threads_g.registry; t; t = next) {
+    for (lull_thread *t = lull_threads_first(); t; t = next) {
         next = t->next;
         if (t == self)
             continue;
@@ -92,10 +86,7 @@ void lull_threads_after_fork_child(void)
         lull_major_drop_caches(&t->caches);
         free(t);
     }
-    threads_g.registry = self;
-    threads_g.registry_count = self ? 1 : 0;
-    if (self)
-        self->next = self->prev = NULL;
+    lull_registry_keep_only(self);
 }
 
 int lull_threads_attach(void)
@@ -115,11 +106,7 @@ int lull_threads_attach(void)
     t->tlab_log = UINT32_MAX;
     lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, lull_policy_card_budget() };
     lull_gc_lock();
-    t->next = threads_g.registry;
-    if (threads_g.registry)
-        threads_g.registry->prev = t;
-    threads_g.registry = t;
-    threads_g.registry_count++;
+    lull_registry_link(t);
     lull_thread_self = t;
     lull_gc_unlock();
     pthread_setspecific(threads_g.exit_key, t);
@@ -136,10 +123,7 @@ void lull_threads_detach(void)
     lull__tlab.type_ok = lull__tlab.array_ok = LULL__NO_TYPE;
     lull_policy_note_unused(lull_major_drop_caches(&t->caches));
     threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
-    if (t->prev) t->prev->next = t->next;
-    else threads_g.registry = t->next;
-    if (t->next) t->next->prev = t->prev;
-    threads_g.registry_count--;
+    lull_registry_unlink(t);
     lull_thread_self = NULL;
     lull_gc_unlock();
     pthread_setspecific(threads_g.exit_key, NULL);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "space/heap.h"
+#include "base/config.h"
 #include "space/nursery.h"
 #include "base/os.h"
 #include "base/probes.h"
@@ -245,4 +246,37 @@ size_t lull_object_footprint(uintptr_t obj)
 size_t lull_heap_bytes_held(void)
 {
     return lull_space_in_use_bytes();
+}
+
+/* Could `a`, whose first word is `hdr`, be the start of an object? Without
+ * the gc lock (the caller holds a live object, so its block's state is
+ * stable): in the major heap, `a` must be a slot boundary or a large
+ * object's first byte. A type never lives in the heap, and is an aligned
+ * address above the first page: that is what rejects an interior pointer
+ * into the nursery (whose object starts are known only to a collection). */
+bool lull_object_start_plausible(uintptr_t a, uintptr_t hdr)
+{
+    uintptr_t tp = hdr & ~(uintptr_t)LULL_HDR_TAG_MASK;
+    if (tp < 4096 || tp % sizeof(void *) || lull_in_committed(tp))
+        return false;
+    const lull_block *b = lull_block_of(a);
+    switch (b->state) {
+    case LULL_BLOCK_SMALL:
+        return (a & (LULL_BLOCK_SIZE - 1)) % lull_class_size[b->size_class] == 0;
+    case LULL_BLOCK_LARGE_HEAD:
+        return (a & (LULL_BLOCK_SIZE - 1)) == 0;
+    case LULL_BLOCK_NURSERY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool lull_object_plausible(const void *obj)
+{
+    uintptr_t a = (uintptr_t)obj;
+    if (!lull_is_initialised() || !lull_in_committed(a) || a % LULL_GRANULE)
+        return false;
+    uintptr_t hdr = __atomic_load_n((const uintptr_t *)obj, __ATOMIC_RELAXED);
+    return hdr && lull_object_start_plausible(a, hdr);
 }

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "lull.h"
+#include "base/registry.h"   /* LULL_MAX_CLASSES, lull_alloc_caches */
 
 #define LULL_BLOCK_SHIFT   14
 #define LULL_BLOCK_SIZE    ((size_t)1 << LULL_BLOCK_SHIFT)
@@ -124,7 +125,6 @@ typedef struct lull_heap {
 extern lull_heap lull_heap_g;
 
 /* ---- size classes (major.c; global, computed by lull_init, read-only after) ---- */
-#define LULL_MAX_CLASSES 48
 extern unsigned lull_nclasses;
 extern uint32_t lull_class_size[LULL_MAX_CLASSES];
 extern uint32_t lull_class_slots[LULL_MAX_CLASSES];
@@ -278,6 +278,8 @@ uintptr_t lull_nursery_find(uintptr_t a, bool interior);
  * cheap checks of lull_type_of, without aborting: inside the heap,
  * aligned, a type in word 0, a slot boundary of its block. */
 bool lull_object_plausible(const void *obj);
+/* Could `a`, whose first word is `hdr`, be the start of an object? (blocks.c) */
+bool lull_object_start_plausible(uintptr_t a, uintptr_t hdr);
 
 /* The object containing address `a` (any interior address when `interior`,
  * else only its first byte), or 0 when `a` is not inside an allocated
@@ -355,15 +357,6 @@ void     lull_space_set_limit(size_t bytes);
 
 /* ---- small objects (major.c) ---- */
 
-/* A thread's free list for one (pointer-free?, size class) pair. */
-typedef struct lull_alloc_cache {
-    void    *head;
-    uint32_t count;
-} lull_alloc_cache;
-
-typedef struct lull_alloc_caches {
-    lull_alloc_cache c[2][LULL_MAX_CLASSES];   /* [has_refs][class] */
-} lull_alloc_caches;
 
 void lull_major_init(void);
 void lull_major_fini(void);

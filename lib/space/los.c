@@ -6,7 +6,8 @@
  *
  * The head block's descriptor holds the object's size; tail blocks point to
  * the head, so an interior pointer anywhere in the run finds the object. */
-#include "gc/collect.h"
+#include "base/config.h"
+#include "base/gclock.h"
 #include "gc/policy.h"
 #include "space/heap.h"
 #include "trace/mark.h"

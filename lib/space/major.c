@@ -32,7 +32,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gc/collect.h"
+#include "base/config.h"
+#include "base/gclock.h"
 #include "gc/policy.h"
 #include "space/heap.h"
 #include "base/os.h"

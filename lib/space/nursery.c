@@ -9,14 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gc/collect.h"
+#include "base/config.h"
+#include "base/gclock.h"
 #include "trace/finalize.h"
 #include "trace/handles.h"
 #include "trace/mark.h"
 #include "gc/policy.h"
 #include "base/os.h"
 #include "trace/roots.h"
-#include "gc/threads.h"
+#include "base/registry.h"
 #include "trace/trace.h"
 #include "base/probes.h"
 #include "base/timeline.h"

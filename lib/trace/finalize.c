@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "gc/collect.h"
+#include "base/config.h"
+#include "base/gclock.h"
 #include "space/heap.h"
 #include "space/nursery.h"
 #include "base/probes.h"
-#include "gc/stats.h"
-#include "gc/threads.h"
+#include "base/registry.h"
 #include "base/util.h"
 
 #define NO_YOUNG SIZE_MAX
@@ -45,11 +45,7 @@ static struct {
     size_t nyoung, young_cap;
     fin_entry *qhead, *qtail;    /* the queue (FIFO) */
     uint64_t queued_since_wake;
-    /* The finalizer thread (finalizers=auto), started at the first wake. */
-    pthread_t thread;
-    bool thread_started;
-    sem_t wake;
-    atomic_bool stop, thread_done;
+    atomic_uint_fast64_t queued_total;   /* since lull_init (lull_stats) */
 } fin_g;
 
 static inline size_t hash(uintptr_t obj)
@@ -65,9 +61,7 @@ void lull_finalize_init(void)
     fin_g.nyoung = fin_g.young_cap = 0;
     fin_g.qhead = fin_g.qtail = NULL;
     fin_g.queued_since_wake = 0;
-    fin_g.thread_started = false;
-    atomic_store(&fin_g.stop, false);
-    atomic_store(&fin_g.thread_done, false);
+    atomic_store_explicit(&fin_g.queued_total, 0, memory_order_relaxed);
 }
 
 static void link_entry(fin_entry *e)
@@ -252,7 +246,7 @@ uint64_t lull_finalize_collect(lull_fate_fn fate, lull_slot_fn keep, void *ctx, 
     if (queued) {
         fin_g.queued_since_wake += queued;
         LULL_PROBE1(finalizers_queued, queued);
-        lull_stats_note_finalizers(queued, 0);
+        atomic_fetch_add_explicit(&fin_g.queued_total, queued, memory_order_relaxed);
     }
     return queued;
 }
@@ -269,13 +263,9 @@ void lull_finalize_end_minor(void)
     }
 }
 
-/* ---- running finalizers ---- */
+/* ---- the queue's consumers (gc/finalizers.c) ---- */
 
-/* Take the oldest queued finalizer and run it on this (attached) thread.
- * false: the queue was empty. While it runs, the object is held in this
- * frame (a conservative root: kept, and pinned if it is still in the
- * nursery), no longer in the queue. */
-static bool run_one(void)
+bool lull_finalize_take(void **obj, lull_finalizer_fn *fn, void **data)
 {
     lull_gc_lock();
     fin_entry *e = fin_g.qhead;
@@ -286,50 +276,12 @@ static bool run_one(void)
     fin_g.qhead = e->next;
     if (!fin_g.qhead)
         fin_g.qtail = NULL;
-    void *volatile obj = (void *)e->obj;
-    lull_finalizer_fn fn = e->fn;
-    void *data = e->data;
+    *obj = (void *)e->obj;
+    *fn = e->fn;
+    *data = e->data;
     lull_gc_unlock();
     free(e);
-    LULL_PROBE2(finalizer_run, obj, LULL_PROBE_TYPE_NAME(lull_header_type(*(uintptr_t *)obj)));
-    fn(obj, data);
-    lull_stats_note_finalizers(0, 1);
-    __asm__ __volatile__("" : : "r"(obj) : "memory");
     return true;
-}
-
-void lull_run_finalizers(void)
-{
-    if (!lull_thread_self) {
-        if (!lull_is_initialised())
-            lull_fatal("lull_run_finalizers", "lull is not initialised (call lull_init first)");
-        lull_fatal("lull_run_finalizers", "the calling thread is not attached (call lull_thread_attach first)");
-    }
-    while (run_one())
-        ;
-}
-
-static void *finalizer_main(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        while (sem_wait(&fin_g.wake) != 0)
-            ;   /* EINTR */
-        /* Attached only while finalizers run: they are program code, which
-         * may allocate and store; waiting, the thread is no root and is not
-         * stopped by the pauses. */
-        if (lull_threads_attach() != 0) {
-            lull_warn("lull-finalizer", "cannot attach: finalizers wait for the next wake");
-        } else {
-            while (run_one())
-                ;
-            lull_threads_detach();
-        }
-        if (atomic_load(&fin_g.stop))
-            break;
-    }
-    atomic_store(&fin_g.thread_done, true);
-    return NULL;
 }
 
 bool lull_finalize_pending_wake(void)
@@ -337,37 +289,18 @@ bool lull_finalize_pending_wake(void)
     return fin_g.queued_since_wake != 0;
 }
 
-void lull_finalize_wake(void)
+void lull_finalize_woken(void)
 {
     fin_g.queued_since_wake = 0;
-    if (lull_cfg.finalizers != LULL_FINALIZERS_AUTO)
-        return;
-    if (!fin_g.thread_started) {
-        if (sem_init(&fin_g.wake, 0, 0) != 0 ||
-            pthread_create(&fin_g.thread, NULL, finalizer_main, NULL) != 0) {
-            lull_warn("lull_collect", "cannot start the finalizer thread: finalizers run in lull_run_finalizers only");
-            return;
-        }
-        pthread_setname_np(fin_g.thread, "lull-finalizer");
-        fin_g.thread_started = true;
-    }
-    sem_post(&fin_g.wake);
 }
 
-void lull_finalize_stop(void)
+uint64_t lull_finalize_queued_total(void)
 {
-    if (fin_g.thread_started) {
-        atomic_store(&fin_g.stop, true);
-        sem_post(&fin_g.wake);
-        /* Polled, not joined at once: this thread is attached, and the
-         * finalizers may collect, which stops it; a thread blocked in
-         * pthread_join is not reliably signalled under ThreadSanitizer. */
-        while (!atomic_load(&fin_g.thread_done))
-            usleep(200);
-        pthread_join(fin_g.thread, NULL);
-        sem_destroy(&fin_g.wake);
-        fin_g.thread_started = false;
-    }
+    return atomic_load_explicit(&fin_g.queued_total, memory_order_relaxed);
+}
+
+void lull_finalize_free_all(void)
+{
     for (fin_entry *e = fin_g.qhead, *next; e; e = next) {
         next = e->next;
         free(e);
@@ -382,13 +315,8 @@ void lull_finalize_stop(void)
     lull_finalize_init();
 }
 
-void lull_finalize_after_fork_child(void)
+void lull_finalize_queue_after_fork_child(void)
 {
-    /* The parent's thread is not here; the queue is (the child runs what
-     * it finds queued, on a thread of its own, at its next wake). */
-    fin_g.thread_started = false;
-    atomic_store(&fin_g.stop, false);
-    atomic_store(&fin_g.thread_done, false);
     if (fin_g.qhead)
         fin_g.queued_since_wake = 1;
 }

@@ -25,13 +25,6 @@
 #include "trace/roots.h"
 
 void lull_finalize_init(void);
-/* lull_shutdown, before the attached-threads check: runs the queue out
- * (finalizers=auto) and joins the finalizer thread; then frees the table
- * and what is left queued. */
-void lull_finalize_stop(void);
-/* fork() child (gc lock held): the finalizer thread does not exist here;
- * one is started again when there is work. */
-void lull_finalize_after_fork_child(void);
 
 /* The queued objects as precise roots (world stopped). */
 void lull_finalize_scan_roots(lull_slot_fn precise, void *ctx);
@@ -45,10 +38,16 @@ uint64_t lull_finalize_collect(lull_fate_fn fate, lull_slot_fn keep, void *ctx, 
 /* The end of a minor (world stopped): forget, as young, the objects that
  * are no longer young. */
 void lull_finalize_end_minor(void);
-/* After a pause that queued finalizers (world running, gc lock held): wake
- * the finalizer thread (finalizers=auto), starting it if needed. */
-void lull_finalize_wake(void);
 /* Queued since the last wake (gc lock held). */
 bool lull_finalize_pending_wake(void);
+
+/* The queue's consumers (gc/finalizers.c). take: the oldest queued entry,
+ * removed (takes the gc lock); false when the queue is empty. */
+bool lull_finalize_take(void **obj, lull_finalizer_fn *fn, void **data);
+void lull_finalize_woken(void);                     /* a wake was sent (gc lock held) */
+uint64_t lull_finalize_queued_total(void);          /* finalizers queued since lull_init */
+void lull_finalize_free_all(void);                  /* lull_shutdown: forget every entry */
+void lull_finalize_queue_after_fork_child(void);    /* the child wakes for what is queued */
+
 
 #endif

@@ -57,11 +57,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "gc/collect.h"
+#include "base/config.h"
+#include "base/gclock.h"
 #include "space/heap.h"
 #include "base/os.h"
 #include "base/probes.h"
-#include "gc/threads.h"
+#include "base/registry.h"
 #include "base/util.h"
 
 #define BUCKET0_SHIFT 10u

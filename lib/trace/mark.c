@@ -7,7 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gc/collect.h"
+#include "base/config.h"
+#include "base/gclock.h"
 #include "base/config.h"
 #include "space/heap.h"
 #include "space/nursery.h"

@@ -5,10 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gc/collect.h"
+#include "base/config.h"
+#include "base/gclock.h"
 #include "trace/finalize.h"
 #include "trace/handles.h"
-#include "gc/threads.h"
+#include "base/registry.h"
 #include "base/util.h"
 
 typedef struct root {

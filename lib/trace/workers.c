@@ -1,5 +1,6 @@
 /* workers.c — the collector's worker threads (workers.h). */
 #include "trace/workers.h"
+#include "base/gclock.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -37,7 +38,6 @@ static struct {
     bool            bg_posted;   /* may still be taken (false once stopped) */
     unsigned        bg_running;  /* threads inside bg_job */
     uint64_t        bg_kicks;    /* lull_workers_background_kick calls */
-    atomic_bool     bg_stop;     /* asked to return */
     pthread_t       threads[LULL_MAX_WORKERS];
     lull_tracer     tracers[LULL_MAX_WORKERS];
 } workers_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
@@ -190,7 +190,7 @@ void lull_workers_start_background(lull_worker_job job, void *arg, unsigned widt
 {
     pthread_mutex_lock(&workers_g.lock);
     LULL_ASSERT(!workers_g.bg_posted && !workers_g.bg_running && workers_g.nthreads);
-    atomic_store_explicit(&workers_g.bg_stop, false, memory_order_relaxed);
+    atomic_store_explicit(&lull_bg_stop, false, memory_order_relaxed);
     workers_g.bg_job = job;
     workers_g.bg_arg = arg;
     workers_g.bg_width = width < 1 ? 1 : width > workers_g.nthreads ? workers_g.nthreads : width;
@@ -205,7 +205,7 @@ void lull_workers_stop_background(void)
     pthread_mutex_lock(&workers_g.lock);
     workers_g.bg_posted = false;        /* not taken yet: never runs */
     if (workers_g.bg_running) {
-        atomic_store_explicit(&workers_g.bg_stop, true, memory_order_relaxed);
+        atomic_store_explicit(&lull_bg_stop, true, memory_order_relaxed);
         pthread_cond_broadcast(&workers_g.bg_kick);     /* parked ones return too */
         while (workers_g.bg_running)
             pthread_cond_wait(&workers_g.bg_done, &workers_g.lock);
@@ -215,7 +215,7 @@ void lull_workers_stop_background(void)
 
 bool lull_workers_background_stopping(void)
 {
-    return atomic_load_explicit(&workers_g.bg_stop, memory_order_relaxed);
+    return atomic_load_explicit(&lull_bg_stop, memory_order_relaxed);
 }
 
 uint64_t lull_workers_background_kicks(void)
@@ -229,7 +229,7 @@ uint64_t lull_workers_background_kicks(void)
 void lull_workers_background_wait(uint64_t seen)
 {
     pthread_mutex_lock(&workers_g.lock);
-    while (workers_g.bg_kicks == seen && !atomic_load_explicit(&workers_g.bg_stop, memory_order_relaxed))
+    while (workers_g.bg_kicks == seen && !atomic_load_explicit(&lull_bg_stop, memory_order_relaxed))
         pthread_cond_wait(&workers_g.bg_kick, &workers_g.lock);
     pthread_mutex_unlock(&workers_g.lock);
 }
@@ -245,7 +245,7 @@ void lull_workers_background_nap(uint64_t ns)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&workers_g.lock);
-    if (!atomic_load_explicit(&workers_g.bg_stop, memory_order_relaxed))
+    if (!atomic_load_explicit(&lull_bg_stop, memory_order_relaxed))
         pthread_cond_timedwait(&workers_g.bg_kick, &workers_g.lock, &until);
     pthread_mutex_unlock(&workers_g.lock);
 }

@@ -1,0 +1,38 @@
+/* gclock.h — the gc lock, and the background job's stop flag.
+ * Every tier may take the lock; no thread is ever stopped holding it
+ * (a pause's stopper holds it for the whole pause). */
+#ifndef LULL_GCLOCK_H
+#define LULL_GCLOCK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* The gc lock protects the block space, the free-block lists, the thread
+ * and root registries and the collection itself. Whoever stops the world
+ * holds it for the whole pause, so no thread is ever stopped holding it. */
+void lull_gc_lock(void);
+void lull_gc_unlock(void);
+/* Take it if free (a collector thread that must not wait for it). */
+bool lull_gc_trylock(void);
+/* The same, for a background job that takes it again and again: the
+ * threads waiting for it have it first. */
+bool lull_gc_trylock_after_waiters(void);
+/* The lock for a background job, tried until had (the thread that holds
+ * it may be stopping the job: blocking on it could deadlock); false when
+ * the job is asked to stop meanwhile. Between tries the job sleeps
+ * sleep_us, or yields if 0: it has the lock sooner, and keeps a core busy
+ * while a mutator holds it. */
+bool lull_gc_lock_background(unsigned sleep_us);
+/* In the child of fork() (the forking thread holds the lock): forget the
+ * parent's waiters. */
+void lull_gc_lock_after_fork_child(void);
+
+/* The background job is asked to stop (set by trace/workers.c when the
+ * gc lock's holder stops the job; polled by the job, without the lock). */
+extern atomic_bool lull_bg_stop;
+static inline bool lull_background_stop_requested(void)
+{
+    return atomic_load_explicit(&lull_bg_stop, memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,118 @@
+/* registry.h — the registry of attached threads and each one's record.
+ *
+ * The registry is a list protected by the gc lock (base/gclock.h): attach
+ * and detach (gc/threads.c) link and unlink records with it held, and the
+ * collector holds it for a whole stop-the-world, so a thread attaching
+ * during a pause waits until the world restarts. Every tier above may walk
+ * it with the lock held or the world stopped.
+ *
+ * Critical regions: a thread that is between taking a slot from its free
+ * list and writing the object's header must not be stopped there (the slot
+ * would look free to the sweep), or between loading a handle's slot word
+ * and extracting the plain pointer from it (trace/handles.c: the word is no
+ * address the conservative scan knows). It sets in_critical; the suspend
+ * handler (base/stw.c), finding it set, only notes pending_suspend and
+ * returns, and the thread suspends itself when it leaves the region. Both
+ * fields are touched only by the thread itself and its own signal handler. */
+#ifndef LULL_REGISTRY_H
+#define LULL_REGISTRY_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "lull.h"
+
+/* The small-object space's size classes (space/heap.h) and a thread's free
+ * list for each (pointer-free?, size class) pair, kept in its record. */
+#define LULL_MAX_CLASSES 48
+typedef struct lull_alloc_cache {
+    void    *head;
+    uint32_t count;
+} lull_alloc_cache;
+
+typedef struct lull_alloc_caches {
+    lull_alloc_cache c[2][LULL_MAX_CLASSES];   /* [has_refs][class] */
+} lull_alloc_caches;
+
+typedef struct lull_thread {
+    struct lull_thread *next, *prev;     /* registry, gc lock */
+    pthread_t pthread;
+    uintptr_t stack_lo, stack_hi;        /* the thread's stack */
+    /* stop-the-world (stw.c) */
+    atomic_ulong suspended_epoch;        /* last stop this thread acknowledged */
+    volatile sig_atomic_t in_critical;
+    volatile sig_atomic_t pending_suspend;
+    uintptr_t stop_sp;                   /* lowest live stack address when stopped */
+    uintptr_t alt_lo, alt_hi;            /* alternate signal stack, if stopped on one */
+    /* allocation */
+    lull__tlab_t *tlab;                  /* the thread's lull__tlab (TLS) */
+    uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
+    lull_alloc_caches caches;
+    atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
+    /* The last object this thread allocated outside its TLAB (a 2-8 KiB
+     * one, a large one, lull_alloc_pinned), until it next refills its TLAB;
+     * 0 if none. A root, as is the word below the TLAB's allocation
+     * pointer (the last object allocated in it), for a thread stopped
+     * outside lull: one filling a new object may hold no address inside
+     * it, only one the compiler rebased (lull_roots_scan_threads,
+     * tests/disguised.c). Written by this thread (inside a critical region
+     * or under the gc lock), read by the collector with the thread
+     * stopped. */
+    uintptr_t last_alloc;
+    /* Set while this thread holds or waits for the gc lock (collect.c):
+     * it is then inside a call into lull, not between an allocation and
+     * the stores that fill the object, and its last allocations are no
+     * roots (so that a program that drops what it allocated and collects
+     * sees it freed). Written by this thread only. */
+    volatile sig_atomic_t in_gc_lock;
+    /* handles (handles.c): per kind, the slot + 1 where this thread's next
+     * lull_handle_new looks first; 0 before its first use */
+    uint32_t handle_hint[4];
+    uint32_t handle_region[4];           /* the region handed to it + 1; 0 before its first use */
+    uint32_t handle_rescan[4];           /* no look behind the hint until `high` reaches this */
+} lull_thread;
+
+extern __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
+
+/* The registry, gc lock held. */
+lull_thread *lull_threads_first(void);
+unsigned     lull_threads_count(void);
+/* Link a new record first / unlink one (gc lock held); make `self` the
+ * only one (the child of fork(): the other threads are gone). */
+void lull_registry_link(lull_thread *t);
+void lull_registry_unlink(lull_thread *t);
+void lull_registry_keep_only(lull_thread *self);
+void lull_registry_init(void);
+
+/* base/stw.c: suspend the calling thread for the pause that asked while
+ * it was in a critical region. */
+void lull_stw_suspend_self(lull_thread *t);
+
+/* Count an allocation. Only the owning thread writes its counter, so a
+ * relaxed load and store (no locked instruction) is enough; readers sum
+ * the counters with relaxed loads. */
+static inline void lull_thread_count_alloc(lull_thread *t, size_t bytes)
+{
+    atomic_store_explicit(&t->allocated,
+                          atomic_load_explicit(&t->allocated, memory_order_relaxed) + bytes,
+                          memory_order_relaxed);
+}
+
+static inline void lull_enter_critical(lull_thread *t)
+{
+    t->in_critical = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void lull_exit_critical(lull_thread *t)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    t->in_critical = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(t->pending_suspend, 0))
+        lull_stw_suspend_self(t);
+}
+
+#endif
