@@ -16,6 +16,9 @@
 enum lull_major_mode { LULL_MAJOR_CONCURRENT, LULL_MAJOR_STW };
 enum lull_finalizer_mode { LULL_FINALIZERS_AUTO, LULL_FINALIZERS_MANUAL };
 
+/* mark-workers: at most this many threads trace in a pause. */
+#define LULL_MAX_WORKERS 64
+
 typedef struct lull_config {
     /* LULL_GC_PARAMS */
     size_t nursery_size;          /* power of two */

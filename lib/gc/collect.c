@@ -18,6 +18,8 @@
  *
  * When to collect, and how big the heap is: policy.c. */
 #include "gc/collect.h"
+#include "gc/background.h"
+#include "space/meter.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -433,7 +435,7 @@ static __attribute__((noinline)) void collect_pause(int what, const char *reason
         uint64_t unused = 0;
         for (lull_thread *t = lull_threads_first(); t; t = t->next)
             unused += lull_major_drop_caches(&t->caches);
-        lull_policy_note_unused(unused);
+        lull_meter_unused(unused);
 
         lull_tracer tr = { .id = 0 };
         if (finish) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gc/collect.h"
+#include "gc/background.h"
 #include "gc/finalizers.h"
 #include "trace/handles.h"
 #include "gc/policy.h"

@@ -1,5 +1,6 @@
 /* policy.c — when to collect, and how big the heap is (policy.h). */
 #include "gc/policy.h"
+#include "space/meter.h"
 
 #include "gc/collect.h"
 #include "space/heap.h"
@@ -34,15 +35,12 @@
 #define AGING_STOP_MIN   8u
 #define AGING_STOP_MAX   256u
 
-/* Written with the gc lock held only. allocated_since, allowance and
- * at_mark_start are also read without it (lull_policy_runway_used): they
- * are stored with atomics (put). */
+/* Written with the gc lock held only. The major heap's allocation since
+ * the last major, the allowance and where the running mark began are the
+ * allocation meter's (space/meter.h), read without the lock too. */
 static struct {
-    uint64_t allocated_since;   /* major-heap bytes handed out since the last major */
-    uint64_t allowance;         /* ... that may be, before the next major */
-    uint64_t trigger;           /* ... at which a concurrent major starts */
-    uint64_t at_mark_start;     /* allocated_since when the running mark began */
-    uint64_t mark_start_ns;     /* ... and when */
+    uint64_t trigger;           /* allocation at which a concurrent major starts */
+    uint64_t mark_start_ns;     /* when the running mark began */
     /* Pacing (set_trigger), measured over the concurrent marks so far as
      * moving averages (weight 1/2): bytes the program allocated in the
      * major heap per ns while a mark ran, and live bytes a mark got
@@ -134,7 +132,7 @@ static inline void put(uint64_t *field, uint64_t v)
  * own (and the rates measured then start the next one earlier). */
 static void set_trigger(void)
 {
-    uint64_t a = policy_g.allowance, room = a / 2;
+    uint64_t a = lull_meter_g.allowance, room = a / 2;
     if (policy_g.measured && policy_g.mark_rate > 0) {
         double wall = (double)a / policy_g.mark_rate, r = 1.5 * policy_g.alloc_rate * wall;
         room = r < (double)a ? (uint64_t)r : a;
@@ -153,6 +151,7 @@ void lull_policy_init(void)
     policy_g.fixed_known = policy_g.per_byte_known = policy_g.said_unreachable = false;
     policy_g.fixed_ns = policy_g.per_byte_ns = policy_g.predicted_ns = 0;
     policy_g.promoted_ema = 0;
+    lull_major_set_block_reserve(0);
     policy_g.promoted_known = false;
     __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&policy_g.minors_for_cards, 0, __ATOMIC_RELAXED);
@@ -181,10 +180,10 @@ void lull_policy_init(void)
     policy_g.copy_ns = 0;
     policy_g.asked_card_ns = 0;
     __atomic_store_n(&policy_g.card_budget, card_budget_for(1), __ATOMIC_RELAXED);
-    put(&policy_g.allocated_since, 0);
-    put(&policy_g.at_mark_start, 0);
+    put(&lull_meter_g.allocated, 0);
+    put(&lull_meter_g.mark_start, 0);
     policy_g.mark_start_ns = 0;
-    put(&policy_g.allowance, MIN_ALLOWANCE);
+    put(&lull_meter_g.allowance, MIN_ALLOWANCE);
     policy_g.alloc_rate = policy_g.mark_rate = 0;
     policy_g.measured = false;
     set_trigger();
@@ -196,18 +195,8 @@ void lull_policy_init(void)
 
 void lull_policy_note_mark_start(void)
 {
-    put(&policy_g.at_mark_start, policy_g.allocated_since);
+    put(&lull_meter_g.mark_start, lull_meter_g.allocated);
     policy_g.mark_start_ns = lull_now_ns();
-}
-
-void lull_policy_note_allocated(uint64_t bytes)
-{
-    put(&policy_g.allocated_since, policy_g.allocated_since + bytes);
-}
-
-void lull_policy_note_unused(uint64_t bytes)
-{
-    put(&policy_g.allocated_since, bytes > policy_g.allocated_since ? 0 : policy_g.allocated_since - bytes);
 }
 
 static void average(double *v, double sample)
@@ -228,8 +217,8 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
      * mark, begun after its 32 MB array, put the program's allocation rate
      * at 0, and the next mark began at seven eighths of its allowance,
      * 7.6 MiB before the end, and was cut short in turn. */
-    if (policy_g.mark_start_ns && policy_g.allocated_since >= policy_g.at_mark_start &&
-        policy_g.at_mark_start < policy_g.allowance) {
+    if (policy_g.mark_start_ns && lull_meter_g.allocated >= lull_meter_g.mark_start &&
+        lull_meter_g.mark_start < lull_meter_g.allowance) {
         double wall = (double)(lull_now_ns() - policy_g.mark_start_ns);
         if (wall < 1)
             wall = 1;
@@ -240,7 +229,7 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
         if (mark_wall < 1)
             mark_wall = 1;
         bool had = policy_g.measured;
-        average(&policy_g.alloc_rate, (double)(policy_g.allocated_since - policy_g.at_mark_start) / wall);
+        average(&policy_g.alloc_rate, (double)(lull_meter_g.allocated - lull_meter_g.mark_start) / wall);
         /* A mark cut short before its job got through a quarter of the
          * heap (graph's first, stopped as it began) says too little about
          * the rate to go on: the last estimate stands, if there is one. */
@@ -249,10 +238,10 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
                                              (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / mark_wall);
         policy_g.measured = true;
     }
-    put(&policy_g.allocated_since, 0);
-    put(&policy_g.at_mark_start, 0);
+    put(&lull_meter_g.allocated, 0);
+    put(&lull_meter_g.mark_start, 0);
     policy_g.mark_start_ns = 0;
-    put(&policy_g.allowance, live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE);
+    put(&lull_meter_g.allowance, live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE);
     policy_g.live = live_bytes;
     set_trigger();
 }
@@ -672,21 +661,22 @@ uint32_t lull_policy_card_budget(void)
 void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance)
 {
     *trigger = policy_g.trigger;
-    *allowance = policy_g.allowance;
+    *allowance = lull_meter_g.allowance;
 }
 
-void lull_policy_note_promoted(uint64_t bytes)
-{
-    ema(&policy_g.promoted_ema, &policy_g.promoted_known, (double)bytes);
-}
-
-/* EMPTY blocks kept ready for promotion (major.c): twice what a minor
- * promotes on average, at most 64 MiB. */
+/* EMPTY blocks kept ready for promotion (space/major.c): twice what a
+ * minor promotes on average, at most 64 MiB. */
 #define MAX_BLOCK_RESERVE ((uint64_t)64 << 20)
 uint64_t lull_policy_block_reserve(void)
 {
     double r = 2 * policy_g.promoted_ema;
     return r < (double)MAX_BLOCK_RESERVE ? (uint64_t)r : MAX_BLOCK_RESERVE;
+}
+
+void lull_policy_note_promoted(uint64_t bytes)
+{
+    ema(&policy_g.promoted_ema, &policy_g.promoted_known, (double)bytes);
+    lull_major_set_block_reserve(lull_policy_block_reserve());
 }
 
 double lull_policy_predicted_minor_ns(void)
@@ -714,12 +704,12 @@ void lull_policy_set_pause_target(uint64_t ns)
 
 static bool major_due(void)
 {
-    return policy_g.allocated_since >= policy_g.trigger;
+    return lull_meter_g.allocated >= policy_g.trigger;
 }
 
 static bool over_allowance(void)
 {
-    return policy_g.allocated_since >= policy_g.allowance;
+    return lull_meter_g.allocated >= lull_meter_g.allowance;
 }
 
 /* A synchronous major is worth its pause when synchronous majors are
@@ -875,12 +865,3 @@ size_t lull_policy_size_heap(lull_config *cfg)
  * when the allowance is used up (more when the heap grew past it). Read
  * without the gc lock by the preclean (mark.c: preclean_step), so its
  * three fields may come from moments a few allocations apart. */
-double lull_policy_runway_used(void)
-{
-    uint64_t since = __atomic_load_n(&policy_g.allocated_since, __ATOMIC_RELAXED);
-    uint64_t start = __atomic_load_n(&policy_g.at_mark_start, __ATOMIC_RELAXED);
-    uint64_t a = __atomic_load_n(&policy_g.allowance, __ATOMIC_RELAXED);
-    if (a <= start)
-        return 1.0;
-    return since <= start ? 0.0 : (double)(since - start) / (double)(a - start);
-}

@@ -48,9 +48,6 @@ typedef enum {
  * for into a minor. */
 int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **reason);
 
-/* Accounting of the major heap's allowance (gc lock held). */
-void lull_policy_note_allocated(uint64_t bytes);
-void lull_policy_note_unused(uint64_t bytes);
 /* done: the share of a concurrent mark's objects its background job
  * blackened (1 when it finished on its own; less when the allowance ran
  * out and the final pause marked the rest with the world stopped). */
@@ -64,9 +61,6 @@ bool lull_policy_prefers_evacuation(void);
 /* For the log (gc lock held): the major-heap bytes after which the next
  * major starts, and the allowance they count against. */
 void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance);
-/* The share of the running mark's runway used so far (policy.c); any
- * thread, no lock needed. */
-double lull_policy_runway_used(void);
 
 /* The nursery's size for the pause target (gc lock held; the rule is in
  * policy.c): after every minor, the nursery bytes handed out before it,

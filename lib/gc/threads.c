@@ -1,6 +1,7 @@
 /* threads.c — attach and detach: a thread's record made, linked into the
  * registry (base/registry.c) and unlinked, its allocation state handed back. */
 #include "gc/threads.h"
+#include "space/meter.h"
 #include "space/nursery.h"
 
 #include <errno.h>
@@ -121,7 +122,7 @@ void lull_threads_detach(void)
     lull_gc_lock();
     lull_nursery_retire_tlab(t);
     lull__tlab.type_ok = lull__tlab.array_ok = LULL__NO_TYPE;
-    lull_policy_note_unused(lull_major_drop_caches(&t->caches));
+    lull_meter_unused(lull_major_drop_caches(&t->caches));
     threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     lull_registry_unlink(t);
     lull_thread_self = NULL;

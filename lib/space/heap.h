@@ -389,9 +389,11 @@ void lull_major_sweep_all(void);
  * allocation after it ran another minor that did the same. */
 void lull_major_sweep_for_promotion(uint64_t bytes);
 bool lull_major_sweep_pending(void);
-/* Start the background sweep job if blocks wait and concurrent-sweep=yes
- * (after a pause, world running, gc lock held). */
-void lull_major_resume_sweep(void);
+/* The background sweep's steps (gc/background.c, gc lock held): sweep up
+ * to n pending blocks, adding them to *swept (false: none left); whether
+ * the EMPTY blocks are short of the promotion reserve. */
+bool lull_major_sweep_some(unsigned n, uint64_t *swept);
+bool lull_major_short_of_blocks(void);
 /* Checked builds: abort unless every block is swept (a mark begins). */
 void lull_major_assert_all_swept(void);
 /* Blocks swept so far by the background job, and on demand. */
@@ -423,6 +425,9 @@ void lull_major_release_empty(uint32_t min_age);
 size_t lull_major_empty_bytes(void);
 /* Blocks the background job made ready for promotion since lull_init
  * (major.c: prepare_block). */
+/* EMPTY bytes the background job keeps ready for promotion and the release
+ * of long-empty blocks leaves (the policy sets it, world stopped). */
+void lull_major_set_block_reserve(uint64_t bytes);
 uint64_t lull_major_prepared_blocks(void);
 /* While a concurrent mark holds the background (mark.c: its job's
  * leader, world running, gc lock not held): prepare blocks for promotion

@@ -7,6 +7,7 @@
  * The head block's descriptor holds the object's size; tail blocks point to
  * the head, so an interior pointer anywhere in the run finds the object. */
 #include "base/config.h"
+#include "space/meter.h"
 #include "base/gclock.h"
 #include "gc/policy.h"
 #include "space/heap.h"
@@ -99,7 +100,7 @@ void *lull_los_alloc(size_t bytes)
     }
     else
         __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
-    lull_policy_note_allocated(bytes);
+    lull_meter_allocated(bytes);
     return (void *)lull_block_addr(idx);   /* space runs read as zero */
 }
 

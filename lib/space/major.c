@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "base/config.h"
+#include "space/meter.h"
 #include "base/gclock.h"
 #include "gc/policy.h"
 #include "space/heap.h"
@@ -40,7 +41,6 @@
 #include "base/probes.h"
 #include "base/timeline.h"
 #include "base/util.h"
-#include "trace/workers.h"
 
 unsigned lull_nclasses;
 uint32_t lull_class_size[LULL_MAX_CLASSES];
@@ -60,6 +60,7 @@ static struct {
     uint64_t fragmented;                     /* what evacuation would give back, as of the last major */
     uint64_t prepared;                       /* blocks prepare_batch made ready, since lull_init */
     uint32_t unlinked;                       /* prepared blocks not yet on empty_list (prepare_batch) */
+    uint64_t block_reserve;                  /* EMPTY bytes to keep ready (lull_major_set_block_reserve) */
 } major_g = { .empty_list = LULL_NO_BLOCK, .unlinked = LULL_NO_BLOCK };
 
 /* An evacuating major's copy targets: one set of caches per marker (by
@@ -208,7 +209,7 @@ bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls, boo
     b->free_list = NULL;
     b->nfree = 0;
     b->live = lull_class_slots[cls];    /* as far as evacuation knows, it fills up */
-    lull_policy_note_allocated((uint64_t)cache->count * lull_class_size[cls]);
+    lull_meter_allocated((uint64_t)cache->count * lull_class_size[cls]);
     return true;
 }
 
@@ -409,7 +410,7 @@ void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand)
  * A minor's promotion formats blocks, and a block fresh from the OS takes
  * a page fault per 4 KiB the first time it is written: in the pause. So
  * the background job keeps EMPTY blocks enough for the next minor's
- * promotion (lull_policy_block_reserve: twice what minors promote, on
+ * promotion (block_reserve, which the policy sets: twice what minors promote, on
  * average), their pages touched, and the release of long-empty blocks
  * leaves that many. */
 
@@ -422,6 +423,11 @@ static void link_prepared(uint32_t idx)
     major_g.empty_list = idx;
     __atomic_fetch_add(&major_g.empty_count, 1, __ATOMIC_RELAXED);
     major_g.prepared++;
+}
+
+void lull_major_set_block_reserve(uint64_t bytes)
+{
+    major_g.block_reserve = bytes;
 }
 
 uint64_t lull_major_prepared_blocks(void)
@@ -456,7 +462,7 @@ static bool prepare_batch(void)
     if (!lull_gc_lock_background(0))
         return false;
     lull_major_link_unlinked();
-    uint64_t reserve = lull_policy_block_reserve();
+    uint64_t reserve = major_g.block_reserve;
     while (n < SWEEP_BATCH && empty_bytes() + ((uint64_t)n << LULL_BLOCK_SHIFT) < reserve) {
         uint32_t i = lull_space_alloc(1);
         if (i == LULL_NO_BLOCK)
@@ -505,58 +511,30 @@ unsigned lull_major_unlinked_blocks(void)
 
 void lull_major_prepare_for_promotion(void)
 {
-    while (empty_bytes() < lull_policy_block_reserve() && !lull_workers_background_stopping() && prepare_batch())
+    while (empty_bytes() < major_g.block_reserve && !lull_background_stop_requested() && prepare_batch())
         ;
 }
 
-/* The background sweep (worker 0, world running). It first fills the
- * promotion reserve, as a mark's job does: graph's minors while a major's
- * blocks were being swept took 320-640 page faults each, half of its
- * minors outside marks, when the job prepared blocks only once the sweep
- * was done (tests/prefault.c, sweeping). Then it takes the gc lock for a
- * few blocks at a time, never waiting for it (lull_gc_lock_background:
- * the thread that holds it may be stopping this job) and sleeping 50 us
- * between tries; once nothing is pending it gives long-empty blocks back
- * to the OS (madvise outside any pause), then prepares blocks again. */
-static void sweep_job(lull_tracer *tr, void *arg)
+/* Sweep up to n pending blocks (gc lock held; the background sweep,
+ * gc/background.c). false when none is left. */
+bool lull_major_sweep_some(unsigned n, uint64_t *swept)
 {
-    (void)tr;
-    (void)arg;
-    uint64_t swept = 0, t0 = lull_now_ns();
-    LULL_PROBE0(bg_sweep_begin);
-    lull_major_prepare_for_promotion();
-    while (!lull_workers_background_stopping()) {
-        if (!lull_gc_lock_background(50))
-            break;
-        bool more = true;
-        for (int k = 0; k < SWEEP_BATCH && more; k++)
-            if ((more = sweep_one()))
-                major_g.swept_background++, swept++;
-        if (!more) {
-            lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
-            lull_space_release_pending();
-        }
-        lull_gc_unlock();
-        if (!more) {
-            lull_major_prepare_for_promotion();
-            break;
-        }
-    }
-    LULL_PROBE1(bg_sweep_end, swept);
-    LULL_TL(LULL_TL_BG_SWEEP, t0, lull_now_ns() - t0, swept, 0, 0, NULL);
+    bool more = true;
+    for (unsigned k = 0; k < n && more; k++)
+        if ((more = sweep_one()))
+            major_g.swept_background++, ++*swept;
+    return more;
 }
 
-void lull_major_resume_sweep(void)
+bool lull_major_short_of_blocks(void)
 {
-    bool short_of_blocks = empty_bytes() < lull_policy_block_reserve();
-    if ((major_g.npending || short_of_blocks) && lull_cfg.concurrent_sweep && lull_workers_can_background())
-        lull_workers_start_background(sweep_job, NULL, 1);
+    return empty_bytes() < major_g.block_reserve;
 }
 
 void lull_major_release_empty(uint32_t min_age)
 {
     uint32_t keep = LULL_NO_BLOCK, i = major_g.empty_list;
-    uint64_t reserve = min_age ? lull_policy_block_reserve() : 0;   /* 0: an allocation needs them all */
+    uint64_t reserve = min_age ? major_g.block_reserve : 0;   /* 0: an allocation needs them all */
     major_g.empty_list = LULL_NO_BLOCK;
     while (i != LULL_NO_BLOCK) {
         uint32_t next = B(i)->next;
@@ -684,5 +662,5 @@ void lull_major_evac_end(void)
     uint64_t unused = 0;
     for (unsigned i = 0; i <= LULL_MAX_WORKERS; i++)
         unused += lull_major_drop_caches(&evac_g.cache[i]);
-    lull_policy_note_unused(unused);
+    lull_meter_unused(unused);
 }

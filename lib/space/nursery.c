@@ -1,6 +1,7 @@
 /* nursery.c — TLABs, fragments, pinning, the copying minor collection and
  * cementing (nursery.h describes the design). */
 #include "space/nursery.h"
+#include "space/meter.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -1712,7 +1713,7 @@ uint64_t lull_nursery_collect(bool may_age)
     }
     nursery_g.promoted_by_workers = promoted - self->promoted;
     nursery_g.handed = 0;
-    lull_policy_note_unused(unused + nursery_g.large_freed);
+    lull_meter_unused(unused + nursery_g.large_freed);
     lull_finalize_end_minor();
     if (lull_cfg.verify_nursery)
         lull_nursery_verify();

@@ -1,6 +1,7 @@
 /* mark.c — marking with the tracer: grey, blacken, share, terminate
  * (mark.h describes the design). */
 #include "trace/mark.h"
+#include "space/meter.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -846,7 +847,7 @@ static bool preclean_step(lull_tracer *tr)
         uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
         if (!block_has_bytes(uc))
             continue;
-        if (!held && dirty_blocks++ % THROTTLE_EVERY == 0 && lull_policy_runway_used() >= THROTTLE_FROM) {
+        if (!held && dirty_blocks++ % THROTTLE_EVERY == 0 && lull_meter_runway_used() >= THROTTLE_FROM) {
             pipe_flush(tr, &p);     /* what was claimed before the lock is rescanned before it */
             if (!throttle_lock()) {
                 stopped = true;

@@ -19,9 +19,9 @@
 
 #include <stdbool.h>
 
+#include "base/config.h"   /* LULL_MAX_WORKERS */
 #include "trace/trace.h"
 
-#define LULL_MAX_WORKERS 64
 
 typedef void (*lull_worker_job)(lull_tracer *tr, void *arg);
 

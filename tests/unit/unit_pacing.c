@@ -23,6 +23,7 @@
 #include "lull.h"
 #include "trace/mark.h"
 #include "gc/policy.h"
+#include "space/meter.h"
 #include "base/util.h"
 #include "unit.h"
 
@@ -32,7 +33,7 @@ static uint64_t one_mark(double done)
 {
     lull_gc_lock();
     lull_policy_note_mark_start();
-    lull_policy_note_allocated(16 * MIB);
+    lull_meter_allocated(16 * MIB);
     lull_gc_unlock();
     usleep(50000);
     lull_gc_lock();
@@ -71,7 +72,7 @@ static void late_first_mark(uint64_t *after_late, uint64_t *after_whole)
 {
     UCHECK(lull_init("major=concurrent") == 0, "init");
     lull_gc_lock();
-    lull_policy_note_allocated(40 * MIB);
+    lull_meter_allocated(40 * MIB);
     lull_policy_note_mark_start();
     lull_gc_unlock();
     usleep(50000);
@@ -103,7 +104,7 @@ static uint64_t waited_final_pause(double *mark_ms)
     uint64_t t0 = lull_now_ns();
     lull_collect_locked(LULL_COLLECT_MAJOR_START, "unit");
     UCHECK(lull_marking(), "a concurrent mark runs");
-    lull_policy_note_allocated(16 * MIB);
+    lull_meter_allocated(16 * MIB);
     lull_gc_unlock();
     while (!lull_mark_ready()) {
         UCHECK(lull_now_ns() - t0 < (uint64_t)WAIT_MS * 1000000, "the mark of an empty heap took %d ms", WAIT_MS);

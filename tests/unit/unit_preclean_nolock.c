@@ -35,6 +35,7 @@
 #include "trace/mark.h"
 #include "space/nursery.h"
 #include "gc/policy.h"
+#include "space/meter.h"
 #include "unit.h"
 #include "unit_nodes.h"
 
@@ -177,9 +178,9 @@ int main(void)
     uint64_t trigger = 0, allowance = 0;
     lull_gc_lock();
     lull_policy_pacing(&trigger, &allowance);
-    lull_policy_note_allocated(allowance);      /* as if the program had allocated that much */
+    lull_meter_allocated(allowance);      /* as if the program had allocated that much */
     lull_gc_unlock();
-    UCHECK(lull_policy_runway_used() >= 0.5, "runway used: %.2f", lull_policy_runway_used());
+    UCHECK(lull_meter_runway_used() >= 0.5, "runway used: %.2f", lull_meter_runway_used());
     usleep(100000);         /* a pass under way looks at the runway */
     for (uint32_t i = 0; i < NODES; i++) {
         struct node *n = a->item[i];
@@ -204,7 +205,7 @@ int main(void)
     UCHECK(now - before >= left / 2, "the throttled preclean rescanned only %" PRIu64 " of %" PRIu64 " cards in %u s",
            now - before, left, WAIT_S);
     lull_gc_lock();
-    lull_policy_note_unused(allowance);
+    lull_meter_unused(allowance);
     lull_gc_unlock();
     pause_now(LULL_COLLECT_MAJOR_FINISH);
     for (uint32_t i = 0; i < NODES; i++) {

@@ -1,0 +1,58 @@
+/* meter.h — what the spaces measured of the program's allocation in the
+ * major heap, for the policy (gc/policy.c) and the mark's throttle.
+ *
+ * allocated: bytes of small-object caches and large objects handed out
+ * since the last major, less what came back unused (a dropped cache, a
+ * nursery's unused promotion room). mark_start: `allocated` when the
+ * running concurrent mark began. allowance: what may be allocated before
+ * the next major (the policy sets it). Written with the gc lock held,
+ * read without it: every access is a relaxed atomic. */
+#ifndef LULL_METER_H
+#define LULL_METER_H
+
+#include <stdint.h>
+
+typedef struct lull_meter {
+    uint64_t allocated;
+    uint64_t mark_start;
+    uint64_t allowance;
+} lull_meter;
+
+extern lull_meter lull_meter_g;
+
+static inline uint64_t lull_meter_get(const uint64_t *field)
+{
+    return __atomic_load_n(field, __ATOMIC_RELAXED);
+}
+
+static inline void lull_meter_put(uint64_t *field, uint64_t v)
+{
+    __atomic_store_n(field, v, __ATOMIC_RELAXED);
+}
+
+/* Bytes handed out (gc lock held). */
+static inline void lull_meter_allocated(uint64_t bytes)
+{
+    lull_meter_put(&lull_meter_g.allocated, lull_meter_g.allocated + bytes);
+}
+
+/* Bytes handed out earlier and come back unused (gc lock held). */
+static inline void lull_meter_unused(uint64_t bytes)
+{
+    uint64_t a = lull_meter_g.allocated;
+    lull_meter_put(&lull_meter_g.allocated, bytes > a ? 0 : a - bytes);
+}
+
+/* The share of the running mark's runway (mark_start to allowance) the
+ * program has used; 1 when there is none left. Without the gc lock. */
+static inline double lull_meter_runway_used(void)
+{
+    uint64_t since = lull_meter_get(&lull_meter_g.allocated);
+    uint64_t start = lull_meter_get(&lull_meter_g.mark_start);
+    uint64_t a = lull_meter_get(&lull_meter_g.allowance);
+    if (a <= start)
+        return 1.0;
+    return since <= start ? 0.0 : (double)(since - start) / (double)(a - start);
+}
+
+#endif
