@@ -48,9 +48,9 @@ static atomic_int gc_lock_waiters;
  * the libc call it is stopped in and the parts of the signal frame the
  * kernel leaves unwritten are scanned as they are, and held what lull's
  * own deeper calls had left: the allocation pointer of a TLAB the thread
- * had just retired, or a collector's address. Under AddressSanitizer, whose
- * frames are larger, such words kept a dropped object alive in 9 of 10
- * runs of tests/heap_shot.c, in 1 of 10 with these two clears. */
+ * had just retired, or a collector's address, which would keep a dropped
+ * object alive (tests/heap_shot.c). So the stack below is cleared before
+ * blocking and after posting. */
 #define WAIT_CLEAR_BYTES (8u << 10)
 #define POST_CLEAR_BYTES 1024u
 __attribute__((noinline)) static void clear_stack_for_wait(void)
@@ -104,11 +104,11 @@ bool lull_gc_trylock(void)
     return true;
 }
 
-/* A semaphore is not fair: the preclean, taking the lock again a few
- * microseconds after each release, kept a game's thread from refilling
- * its TLAB for 46 ms. So a background job lets the threads that wait for
- * the lock have it before it takes it again (for at most 100 us: a
- * waiter that is slow to be scheduled does not stall the job). */
+/* A semaphore is not fair: a background job that takes the lock again a
+ * few microseconds after each release can starve a program thread that
+ * waits for it. So a background job lets the threads that wait for the
+ * lock have it before it takes it again (for at most 100 us: a waiter
+ * that is slow to be scheduled does not stall the job). */
 bool lull_gc_trylock_after_waiters(void)
 {
     if (atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed)) {

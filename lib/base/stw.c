@@ -134,15 +134,12 @@ __attribute__((noinline)) void lull_stw_suspend_self(lull_thread *t)
     t->pending_suspend = 0;
 #if !LULL_TSAN
     /* Block what the handler blocks, as the handler runs with it: the
-     * restart signal must stay pending until sigsuspend. Unblocked, a
-     * restart that came between suspend_here's check of the epoch and its
-     * sigsuspend ran the empty restart handler there and was gone, and the
-     * thread slept in sigsuspend for good, its suspend signal blocked: the
-     * next stop waited forever ("1 of 4 threads have not stopped",
-     * unit_stw_nested under AddressSanitizer). With the suspend signal
-     * blocked too, none lands inside this self-suspension (stw.c,
-     * lull_stw_stop). (Under ThreadSanitizer the wait is on a futex whose
-     * value the restart bumps: nothing to lose.) */
+     * restart signal must stay pending until sigsuspend, or a restart
+     * between suspend_here's check of the epoch and its sigsuspend would
+     * be lost and the thread would sleep for good (unit_stw_nested). With
+     * the suspend signal blocked too, none lands inside this
+     * self-suspension (lull_stw_stop). Under ThreadSanitizer the wait is on
+     * a futex whose value the restart bumps: nothing to lose. */
     sigset_t old;
     pthread_sigmask(SIG_BLOCK, &stw_g.handler_mask, &old);
 #endif

@@ -9,7 +9,7 @@
  *
  * Bigger objects and lull_alloc_pinned go to the major heap: pop a slot
  * from the thread's free list for (pointer-free?, size class), zero it,
- * write the header, inside a critical region (threads.h) so the world is
+ * write the header, inside a critical region (base/registry.h) so the world is
  * never stopped between taking the slot and writing the header. Its slow
  * path, with the gc lock: collect if the allowance is used up, refill the
  * free list or allocate a large object, and on failure collect, release

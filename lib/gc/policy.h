@@ -1,12 +1,12 @@
 /* policy.h — which collection to run and when, and how big the heap is:
  * one module, one entry point (lull_policy_decide).
  *
- * The spaces report what they hand out and give back
- * (lull_policy_note_allocated / _unused); allocation asks
+ * The spaces count what they hand out and give back in the allocation
+ * meter (space/meter.h), which the policy reads; allocation asks
  * lull_policy_decide at each of its decision points and runs what it is
  * told; a major reports the live heap it found (lull_policy_after_major).
- * Nothing here calls into collect.c: the spaces no longer call up into
- * the collector to account.
+ * The policy sets what the spaces are to keep (the block reserve, the
+ * nursery's size) through their setters; nothing below calls it.
  *
  * The rules (see policy.c): a minor when the nursery is exhausted. The
  * major heap's allowance is the live heap the last major found (so it

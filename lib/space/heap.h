@@ -22,7 +22,7 @@
  *   NURSERY     part of the nursery (nursery.h): objects are found through
  *               the nursery's log, not through the descriptor
  *
- * Transitions happen with the gc lock held (collect.h), never elsewhere.
+ * Transitions happen with the gc lock held (base/gclock.h), never elsewhere.
  *
  * Mark bits live in a side bitmap, one bit per 16-byte granule, so small
  * and large objects are marked the same way and a block's bits are cleared
@@ -423,26 +423,23 @@ uint64_t lull_major_fragmented_bytes(void);
  * release to the block space (lull_space_release_pending). */
 void lull_major_release_empty(uint32_t min_age);
 size_t lull_major_empty_bytes(void);
-/* Blocks the background job made ready for promotion since lull_init
- * (major.c: prepare_block). */
 /* EMPTY bytes the background job keeps ready for promotion and the release
  * of long-empty blocks leaves (the policy sets it, world stopped). */
 void lull_major_set_block_reserve(uint64_t bytes);
+/* Blocks the background job made ready for promotion since lull_init
+ * (major.c: prepare_batch). */
 uint64_t lull_major_prepared_blocks(void);
-/* While a concurrent mark holds the background (mark.c: its job's
- * leader, world running, gc lock not held): prepare blocks for promotion
- * until the reserve is met or the job is asked to stop. Without it every
- * minor during a mark took a page fault per 4 KiB it promoted, in its
- * pause (bench/graph at 2 ms: 286 a minor, 792 of its 806 minors; 25
- * now). */
+/* From a background job (the mark's leader or the sweep; world running,
+ * gc lock not held): prepare blocks for promotion, their pages touched, so
+ * that a minor's promotion takes no page fault in its pause; until the
+ * reserve is met or the job is asked to stop. */
 void lull_major_prepare_for_promotion(void);
 /* A pause, after it stopped the background job (collect.c): the blocks a
  * stopped job's last batch left prepared but unlinked (major.c:
  * prepare_batch) go onto the empty list, where the pause's sweep, its
- * release of empty blocks and any allocation can use them. Without it they
- * waited for the job's next batch: an allocation that failed at the heap's
- * limit collected and released every empty block but those, up to 8
- * (tests/unit/unit_prepare_stash.c). gc lock held, background job stopped. */
+ * release of empty blocks and any allocation can use them (an allocation
+ * at the heap's limit needs every empty block: tests/unit/unit_prepare_stash.c).
+ * gc lock held, background job stopped. */
 void lull_major_link_unlinked(void);
 /* Tests only: the blocks prepared but not yet on the empty list (gc lock
  * held, background job stopped or unable to take the lock). */
@@ -482,12 +479,10 @@ uint64_t lull_los_sweep(void);
  * minor inside a major's pause makes every survivor old. While a concurrent
  * mark runs, an unreached one is not freed but made old, for the final
  * pause's sweep (the mark reads block descriptors without the gc lock,
- * mark.c: rescan_card). (A program that
- * allocates a large scratch array per frame and drops it would otherwise
- * keep, through that dead array's dirty cards, everything the array ever
- * held alive until the next major: every minor of bench/gameloop promoted
- * its whole nursery.) A concurrent mark skips young large objects as it
- * skips the nursery (mark.c); a young one it marked regardless is kept. */
+ * mark.c: rescan_card). So a dead scratch array's dirty cards keep
+ * nothing alive past the minor that frees it. A concurrent mark skips young
+ * large objects as it skips the nursery (mark.c); a young one it marked
+ * regardless is kept. */
 /* `young` of a LARGE_HEAD: 0 (old), else (minors seen + 1) << 1, plus
  * LULL_LARGE_REACHED once this minor reached it. */
 #define LULL_LARGE_REACHED 1u

@@ -406,13 +406,12 @@ void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand)
     *on_demand = major_g.swept_on_demand;
 }
 
-/* Blocks ready for promotion (issue 10: no first-touch stall in a pause).
- * A minor's promotion formats blocks, and a block fresh from the OS takes
- * a page fault per 4 KiB the first time it is written: in the pause. So
- * the background job keeps EMPTY blocks enough for the next minor's
- * promotion (block_reserve, which the policy sets: twice what minors promote, on
- * average), their pages touched, and the release of long-empty blocks
- * leaves that many. */
+/* Blocks ready for promotion. A minor's promotion formats blocks, and a
+ * block fresh from the OS takes a page fault per 4 KiB the first time it
+ * is written: in the pause. So the background job keeps EMPTY blocks
+ * enough for the next minor's promotion (block_reserve, which the policy
+ * sets), their pages touched, and the release of long-empty blocks leaves
+ * that many. */
 
 /* A prepared block onto empty_list (gc lock held). */
 static void link_prepared(uint32_t idx)
@@ -439,19 +438,14 @@ uint64_t lull_major_prepared_blocks(void)
  * the mark's leader or the sweep job). The blocks are taken from the
  * block space under the gc lock, EMPTY from then on (no object, on no
  * list: the space's coalescing only merges FREE neighbours); their pages
- * are faulted in without the lock; then they go onto empty_list under it
- * again. Faulting them in under the lock (about 6 us a block, 8 a batch)
- * kept the program's TLAB refills waiting: graph's mutator waited 90 ms
- * of a 1 s run for the lock, 2,000 times, nearly all behind this. If the
- * lock cannot be had again (the job is asked to stop: the thread that
- * holds it may be stopping this job), the batch waits on `unlinked`,
- * touched only by the background job, or by a pause once the job is
- * stopped (lull_major_link_unlinked), for the next of them to link. The
- * lock is taken by trying, yielding between tries: a mutator takes it
- * often (a TLAB refill), and sleeping 50 us between tries, as the sweep
- * job does, the leader spent most of its time between two of graph's
- * minors asleep and filled a fifth of the reserve (185-260 faults a minor
- * left in the pause); yielding, it fills it before every minor (25).
+ * are faulted in without the lock (so no TLAB refill waits behind them);
+ * then they go onto empty_list under it again. If the lock cannot be had
+ * again (the job is asked to stop: the thread that holds it may be
+ * stopping this job), the batch waits on `unlinked`, touched only by the
+ * background job, or by a pause once the job is stopped
+ * (lull_major_link_unlinked), for the next of them to link. The lock is
+ * taken by trying and yielding between tries, not sleeping: a mutator
+ * takes it often, and a sleeping job fills the reserve too late.
  * false when the reserve is met, the heap cannot grow, or the job is
  * asked to stop. */
 #define SWEEP_BATCH 8

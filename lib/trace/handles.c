@@ -23,7 +23,7 @@
  *      installed bucket it installs the next one.
  * set  CAS from the word read to the same word with the new target.
  * free CAS to a free word of the next generation.
- * get  one acquire load, masked, in a critical region (threads.h): a
+ * get  one acquire load, masked, in a critical region (base/registry.h): a
  *      thread is never stopped holding only the tagged word.
  *
  * The collector (world stopped) visits only slots that may be occupied.

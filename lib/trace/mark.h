@@ -94,51 +94,31 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  *
  * Initial pause (world stopped, no minor): begin_concurrent turns
  * lull_marking() on and greys what the roots point to, ignoring the
- * nursery and the young large objects: minors keep running and moving or
- * freeing them. The grey objects are held, and after every pause
- * resume_background lets every worker thread blacken them while the world
- * runs (reading slots atomically), sharing them through the shared pool;
- * worker 0 alone also precleans and says when the mark is done (mark.c,
- * the background job). Every pause first stops that job
- * (lull_workers_stop_background), which puts every worker's grey objects
- * and the shared pool's back into the held ones: workers take part in
- * pauses, whose jobs use the shared pool, and the minors' writes of
- * slots, cards and the union table then meet no marker (the choice of
- * parking over making every minor store atomic against a running marker:
- * simpler, and a pause waits at most for POLL_EVERY objects or one 64 KiB
- * slice of a large object on each worker).
+ * nursery and the young large objects. The grey objects are held; after
+ * every pause resume_background lets every worker blacken them while the
+ * world runs (reading slots atomically), sharing them through the shared
+ * pool; worker 0 alone also precleans and says when the mark is done.
+ * Every pause first stops that job (lull_workers_stop_background), which
+ * puts every worker's grey objects back into the held ones, so a pause's
+ * writes of slots, cards and the union table meet no marker; a pause
+ * waits at most for POLL_EVERY objects or one 64 KiB slice per worker.
  *
  * Incremental update: while a mark runs, every reference store marks its
- * card in the union table (lull_store), which is the mark's alone: the
- * minors' cards (the card table) record only stores of young references,
- * as outside marks, and a minor clears them without telling the mark. It
- * need not: a young reference stored behind the mark leads to the nursery
- * or to a young large object, and what a minor promotes is black (below)
- * while what stays young is a root of the final pause. (Until 2026-11-26
- * the barrier marked the card table for every store during a mark, and a
- * minor ORed the cards it cleared into the union table: the graph
- * benchmark's minors in a mark then scanned 206,000 cards, 20 ms, for
- * stores of old references only.) Objects that enter the major heap meanwhile are allocated black (the
- * mark bit set once the header is published): what the allocator places
- * there, a minor's copies (their old children greyed as the minor scans
- * them: a memcpy dirties no card), a young large object when it turns
- * old. So none is traced with the world stopped, and what dies before
- * the final pause is floating garbage for one cycle (alloc.c; young
- * large objects keep a per-frame scratch array from holding its frame's
- * temporaries through that). At the final pause every reference from a
- * marked object to an unmarked old one lies on a dirty card of the union
- * table, or in a grey object.
+ * card in the union table (lull_store), which is the mark's alone; the
+ * card table records only stores of young references, as outside marks,
+ * and a minor clears it without telling the mark. Objects that enter the
+ * major heap meanwhile are allocated black (the mark bit set once the
+ * header is published): allocations, a minor's copies (their old children
+ * greyed as the minor scans them), a young large object turning old.
+ * Invariant at the final pause: every reference from a marked object to
+ * an unmarked old one lies on a dirty card of the union table, or in a
+ * grey object.
  *
- * The final pause (finish; world stopped, no minor) rescans the roots, and
- * takes every object in the nursery and every young large object as a
- * root too: their reference slots are visited (what they point to in the
- * major heap is greyed), they themselves are not marked and the sweep
- * leaves them alone; the next minor judges them as usual. Then the cards
- * dirty in the union table, and the drain, with every worker. A dead
- * nursery object keeps what it points to
- * for one more cycle (floating garbage); in exchange neither pause copies
- * anything: a minor in each (as SGen does) made them as long as a minor,
- * 5-10 ms on the game loop, where the issue asks for 5 ms at most.
+ * The final pause (finish; world stopped, no minor) rescans the roots and
+ * takes every nursery object and young large object as a root (their
+ * slots visited, they themselves not marked; the next minor judges them),
+ * then the union table's dirty cards, then the drain, with every worker.
+ * What dies during the mark is floating garbage for one cycle.
  *
  * The union table is written by the barrier (any mutator, a plain store
  * after the slot's), by minors (world stopped: cementing, below), and
@@ -149,9 +129,9 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * Cementing: a minor clears the card of a slot that points to a cemented
  * object, and the cement table is forgotten at the end of every major, so
  * the card must be marked again by then. The full mark does it (visit
- * marks the card of every old slot it finds pointing into the nursery);
- * a concurrent mark may have visited the slot before the minor cleared
- * its card, so that minor puts the card in the union table, whose rescan
+ * marks the card of every old slot it finds pointing into the nursery); a
+ * concurrent mark may have visited the slot before the minor cleared its
+ * card, so that minor puts the card in the union table, whose rescan
  * (preclean, or the final pause) visits the slot again. */
 void lull_mark_begin_concurrent(void);
 /* After a pause: start the job again if a mark runs and has work (true:

@@ -113,7 +113,7 @@ void lull_roots_scan_threads(lull_range_fn fn, void *ctx)
         fn(t->stop_sp, t->stack_hi, ctx);
         if (t->alt_hi)
             fn(t->alt_lo, t->alt_hi, ctx);
-        /* Stopped outside lull: its last allocations (threads.h), an
+        /* Stopped outside lull: its last allocations (base/registry.h), an
          * interior address of the last object in its TLAB and the last one
          * outside it. */
         if (!t->in_gc_lock) {

@@ -123,8 +123,8 @@ void lull_trace_conservative(uintptr_t lo, uintptr_t hi, lull_word_fn fn, void *
 #define SECTION_BYTES ((size_t)64 << 10)
 #define SECTION_CAP   ((SECTION_BYTES - sizeof(lull_grey_section)) / sizeof(uintptr_t))
 /* A tracer splits its section for an idle one only if it keeps this many.
- * Small: the graph-shaped heaps keep a shallow grey stack (a few dozen
- * entries), and with 64 the workers of a 5 MB mark got nothing at all. */
+ * Small, because graph-shaped heaps keep a shallow grey stack (a few dozen
+ * entries): a larger minimum leaves idle workers nothing to take. */
 #define SPLIT_MIN     8u
 
 /* A pool of sections: a LIFO under a mutex. A section is 64 KiB of work,
