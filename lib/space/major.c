@@ -140,12 +140,12 @@ void lull_major_fini(void)
     __atomic_store_n(&major_g.empty_count, 0, __ATOMIC_RELAXED);
 }
 
-static lull_block *B(uint32_t i) { return &lull_heap_g.blocks[i]; }
+static lull_block *block_at(uint32_t i) { return &lull_heap_g.blocks[i]; }
 
 /* Format block idx for class cls: every slot free, linked in address order. */
 static void format_block(uint32_t idx, bool has_refs, unsigned cls)
 {
-    lull_block *b = B(idx);
+    lull_block *b = block_at(idx);
     uint32_t sz = lull_class_size[cls], n = lull_class_slots[cls];
     uintptr_t base = lull_block_addr(idx);
     void *next = NULL;
@@ -168,7 +168,7 @@ static uint32_t take_block(void)
 {
     if (major_g.empty_list != LULL_NO_BLOCK) {
         uint32_t idx = major_g.empty_list;
-        major_g.empty_list = B(idx)->next;
+        major_g.empty_list = block_at(idx)->next;
         __atomic_fetch_sub(&major_g.empty_count, 1, __ATOMIC_RELAXED);
         return idx;
     }
@@ -183,7 +183,7 @@ static void sweep_for(bool has_refs, unsigned cls)
 {
     while (major_g.partial[has_refs][cls] == LULL_NO_BLOCK && major_g.pending[has_refs][cls] != LULL_NO_BLOCK) {
         uint32_t idx = major_g.pending[has_refs][cls];
-        major_g.pending[has_refs][cls] = B(idx)->next;
+        major_g.pending[has_refs][cls] = block_at(idx)->next;
         major_g.npending--;
         major_g.swept_on_demand++;
         sweep_block(idx, lull_cfg.poison);
@@ -196,14 +196,14 @@ bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls, boo
         sweep_for(has_refs, cls);
     uint32_t idx = major_g.partial[has_refs][cls];
     if (idx != LULL_NO_BLOCK) {
-        major_g.partial[has_refs][cls] = B(idx)->next;
+        major_g.partial[has_refs][cls] = block_at(idx)->next;
     } else {
         idx = take_block();
         if (idx == LULL_NO_BLOCK)
             return false;
         format_block(idx, has_refs, cls);
     }
-    lull_block *b = B(idx);
+    lull_block *b = block_at(idx);
     cache->head = b->free_list;
     cache->count = b->nfree;
     b->free_list = NULL;
@@ -228,7 +228,7 @@ uint64_t lull_major_drop_caches(lull_alloc_caches *caches)
 
 static uint64_t sweep_block(uint32_t idx, bool poison)
 {
-    lull_block *b = B(idx);
+    lull_block *b = block_at(idx);
     uint32_t sz = lull_class_size[b->size_class], n = lull_class_slots[b->size_class];
     uintptr_t base = lull_block_addr(idx);
     b->sweep_pending = 0;
@@ -295,7 +295,7 @@ uint64_t lull_major_sweep_begin(void)
     memset(freeable, 0, sizeof freeable);
     unsigned pct = lull_cfg.evacuation_threshold;
     for (uint32_t i = 0; i < frontier; i++) {
-        lull_block *b = B(i);
+        lull_block *b = block_at(i);
         if (b->state == LULL_BLOCK_SMALL) {
             uint64_t n = marked_slots(i);
             b->live = (uint32_t)n;
@@ -366,7 +366,7 @@ static bool sweep_one_counting(uint64_t *freed)
         uint32_t idx = major_g.pending[r][c];
         if (idx == LULL_NO_BLOCK)
             continue;
-        major_g.pending[r][c] = B(idx)->next;
+        major_g.pending[r][c] = block_at(idx)->next;
         major_g.npending--;
         major_g.cursor = l;
         uint64_t live = sweep_block(idx, lull_cfg.poison);
@@ -394,9 +394,9 @@ void lull_major_assert_all_swept(void)
 #ifdef LULL_CHECKED
     uint32_t frontier = lull_frontier();
     for (uint32_t i = 0; i < frontier; i++)
-        if (B(i)->state == LULL_BLOCK_SMALL && B(i)->sweep_pending)
+        if (block_at(i)->state == LULL_BLOCK_SMALL && block_at(i)->sweep_pending)
             lull_fatal("lull_collect", "assertion: a mark begins with block %u (class %u) not swept: its dead "
-                       "objects would read as live", i, (unsigned)B(i)->size_class);
+                       "objects would read as live", i, (unsigned)block_at(i)->size_class);
 #endif
 }
 
@@ -416,7 +416,7 @@ void lull_major_sweep_counts(uint64_t *background, uint64_t *on_demand)
 /* A prepared block onto empty_list (gc lock held). */
 static void link_prepared(uint32_t idx)
 {
-    lull_block *b = B(idx);
+    lull_block *b = block_at(idx);
     b->age = 0;
     b->next = major_g.empty_list;
     major_g.empty_list = idx;
@@ -461,7 +461,7 @@ static bool prepare_batch(void)
         uint32_t i = lull_space_alloc(1);
         if (i == LULL_NO_BLOCK)
             break;
-        lull_block_set_state(B(i), LULL_BLOCK_EMPTY);
+        lull_block_set_state(block_at(i), LULL_BLOCK_EMPTY);
         idx[n++] = i;
     }
     lull_gc_unlock();
@@ -473,7 +473,7 @@ static bool prepare_batch(void)
         lull_major_test_prepared();
     if (!lull_gc_lock_background(0)) {
         for (unsigned k = 0; k < n; k++) {
-            B(idx[k])->next = major_g.unlinked;
+            block_at(idx[k])->next = major_g.unlinked;
             major_g.unlinked = idx[k];
         }
         return false;
@@ -490,7 +490,7 @@ void lull_major_link_unlinked(void)
 {
     while (major_g.unlinked != LULL_NO_BLOCK) {
         uint32_t i = major_g.unlinked;
-        major_g.unlinked = B(i)->next;
+        major_g.unlinked = block_at(i)->next;
         link_prepared(i);
     }
 }
@@ -498,7 +498,7 @@ void lull_major_link_unlinked(void)
 unsigned lull_major_unlinked_blocks(void)
 {
     unsigned n = 0;
-    for (uint32_t i = major_g.unlinked; i != LULL_NO_BLOCK; i = B(i)->next)
+    for (uint32_t i = major_g.unlinked; i != LULL_NO_BLOCK; i = block_at(i)->next)
         n++;
     return n;
 }
@@ -531,12 +531,12 @@ void lull_major_release_empty(uint32_t min_age)
     uint64_t reserve = min_age ? major_g.block_reserve : 0;   /* 0: an allocation needs them all */
     major_g.empty_list = LULL_NO_BLOCK;
     while (i != LULL_NO_BLOCK) {
-        uint32_t next = B(i)->next;
-        if (B(i)->age >= min_age && empty_bytes() > reserve) {
+        uint32_t next = block_at(i)->next;
+        if (block_at(i)->age >= min_age && empty_bytes() > reserve) {
             __atomic_fetch_sub(&major_g.empty_count, 1, __ATOMIC_RELAXED);
             lull_space_free_deferred(i, 1);
         } else {
-            B(i)->next = keep;
+            block_at(i)->next = keep;
             keep = i;
         }
         i = next;
@@ -559,10 +559,10 @@ size_t lull_major_empty_bytes(void)
 static void unlist_evacuating(uint32_t *list)
 {
     while (*list != LULL_NO_BLOCK) {
-        if (B(*list)->evacuating)
-            *list = B(*list)->next;
+        if (block_at(*list)->evacuating)
+            *list = block_at(*list)->next;
         else
-            list = &B(*list)->next;
+            list = &block_at(*list)->next;
     }
 }
 
@@ -579,7 +579,7 @@ unsigned lull_major_plan_evacuation(unsigned threshold_pct, uint32_t *nblocks)
     memset(chosen, 0, sizeof chosen);
     uint32_t frontier = lull_frontier();
     for (uint32_t i = 0; i < frontier; i++) {
-        const lull_block *b = B(i);
+        const lull_block *b = block_at(i);
         if (b->state == LULL_BLOCK_SMALL) {
             count[b->has_refs][b->size_class]++;
             used[b->has_refs][b->size_class] += b->live;
@@ -605,7 +605,7 @@ unsigned lull_major_plan_evacuation(unsigned threshold_pct, uint32_t *nblocks)
         for (unsigned c = 0; c < lull_nclasses; c++)
             atomic_store_explicit(&evac_g.exhausted[r][c], false, memory_order_relaxed);
     for (uint32_t i = 0; i < frontier; i++) {
-        lull_block *b = B(i);
+        lull_block *b = block_at(i);
         if (b->state == LULL_BLOCK_SMALL && chosen[b->has_refs][b->size_class] &&
             (uint64_t)b->live * 100 < (uint64_t)lull_class_slots[b->size_class] * threshold_pct) {
             LULL_ASSERT(!b->sweep_pending);
