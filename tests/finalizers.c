@@ -304,8 +304,17 @@ static void idle_thread_not_signalled(void)
 {
     int tid = atomic_load(&finalizer_tid);
     CHECK(tid > 0, "no finalizer ran on the finalizer thread");
-    sleep_ms(50);                      /* it is back waiting for work */
+    /* Wait until it is back waiting for work: its switches stop moving
+     * (unchanged over 20 ms), however long that takes on this machine (a
+     * fixed 50 ms may not be enough beside other load or a sanitizer);
+     * at most 10 s, after which the check below judges what it does. */
     unsigned long before = ctx_switches(tid);
+    for (int quiet = 0, i = 0; quiet < 2 && i < 1000; i++) {
+        sleep_ms(10);
+        unsigned long now = ctx_switches(tid);
+        quiet = now == before ? quiet + 1 : 0;
+        before = now;
+    }
     for (int i = 0; i < 20; i++)
         lull_collect(i % 4 == 3 ? LULL_GEN_MAJOR : LULL_GEN_NURSERY);
     unsigned long after = ctx_switches(tid);

@@ -92,7 +92,12 @@ static void final_pauses(const char *params)
     }
     lull_stats a = get_stats();
     lull_stats b = a;
-    for (uint64_t end = f + 4000; f < end && b.collections_major - a.collections_major < 6; f++) {
+    /* Until six majors ended and three of them in lull_idle: a mark the
+     * allowance cuts short (the markers slowed by the machine's load or a
+     * sanitizer) ends with the world stopped, and how many are depends on
+     * the machine; the frames go on until three marks got their time. */
+    for (uint64_t end = f + 4000;
+         f < end && (b.collections_major - a.collections_major < 6 || b.majors_idle - a.majors_idle < 3); f++) {
         frame(f);
         sleep_ms(1);              /* the rest of the frame's work: the marks get their time */
         CHECK(lull_idle(1000000000ull) >= 0, "lull_idle failed");
@@ -105,7 +110,8 @@ static void final_pauses(const char *params)
     CHECK(majors >= 6, "only %" PRIu64 " majors in %" PRIu64 " frames", majors, f);
     CHECK(idle + sync == majors, "of %" PRIu64 " majors (%" PRIu64 " cut short), %" PRIu64 " ended in lull_idle: "
           "the others' final pauses ran at an allocation, in a frame", majors, sync, idle);
-    CHECK(idle >= majors / 2, "%" PRIu64 " of %" PRIu64 " majors cut short by the allowance", sync, majors);
+    CHECK(idle >= 3, "%" PRIu64 " of %" PRIu64 " majors cut short by the allowance, %" PRIu64 " ended in lull_idle in "
+          "%" PRIu64 " frames", sync, majors, idle, f);
     stop();
 }
 
