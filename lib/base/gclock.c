@@ -7,8 +7,8 @@
  * and polled by the job and by lull_gc_lock_background. */
 #include "base/gclock.h"
 
+#include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -104,32 +104,74 @@ bool lull_gc_trylock(void)
     return true;
 }
 
+/* A background job that cannot have the lock waits on release_seq, which
+ * lull_gc_unlock bumps and wakes while bg_waiting says someone waits, and
+ * lull_background_request_stop bumps when the job is asked to stop: the
+ * job neither spins nor sleeps past the release it waits for. The wait is
+ * bounded (WAIT_NS) as well. */
+#define WAIT_NS 1000000L
+static _Atomic unsigned release_seq;
+static atomic_int bg_waiting;
+
+static void wake_background(void)
+{
+    atomic_fetch_add_explicit(&release_seq, 1, memory_order_seq_cst);
+    lull_futex_wake(&release_seq, INT_MAX);
+}
+
+static bool lock_held(void)
+{
+    int v = 1;
+    sem_getvalue(&gclock_g.sem, &v);
+    return v <= 0;
+}
+
+/* Wait for the next release (or stop request), at most ns; with
+ * if_held, not at all while the lock is free. false once the job is
+ * asked to stop. */
+static bool wait_for_release(long ns, bool if_held)
+{
+    unsigned seen = atomic_load_explicit(&release_seq, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&bg_waiting, 1, memory_order_seq_cst);
+    /* Dekker with lull_gc_unlock: our count is visible before we look at
+     * the lock again, its post before it looks at the count. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!lull_background_stop_requested() && (!if_held || lock_held()))
+        lull_futex_wait(&release_seq, seen, ns);
+    atomic_fetch_sub_explicit(&bg_waiting, 1, memory_order_relaxed);
+    return !lull_background_stop_requested();
+}
+
 /* A semaphore is not fair: a background job that takes the lock again a
  * few microseconds after each release can starve a program thread that
  * waits for it. So a background job lets the threads that wait for the
- * lock have it before it takes it again (for at most 100 us: a waiter
- * that is slow to be scheduled does not stall the job). */
+ * lock have it before it takes it again, waiting for their releases (for
+ * at most 100 us: a waiter that is slow to be scheduled does not stall the
+ * job). */
 bool lull_gc_trylock_after_waiters(void)
 {
     if (atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed)) {
-        uint64_t t0 = lull_now_ns();
-        while (atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed) && lull_now_ns() - t0 < 100000)
-            sched_yield();
+        uint64_t t0 = lull_now_ns(), now;
+        while (atomic_load_explicit(&gc_lock_waiters, memory_order_relaxed) &&
+               (now = lull_now_ns()) - t0 < 100000 && wait_for_release((long)(100000 - (now - t0)), false))
+            ;
     }
     return lull_gc_trylock();
 }
 
 bool lull_gc_lock_background(unsigned sleep_us)
 {
-    while (!lull_gc_trylock_after_waiters()) {
-        if (lull_background_stop_requested())
+    long ns = sleep_us ? (long)sleep_us * 1000 : WAIT_NS;
+    while (!lull_gc_trylock_after_waiters())
+        if (!wait_for_release(ns, true))
             return false;
-        if (sleep_us)
-            usleep(sleep_us);
-        else
-            sched_yield();
-    }
     return true;
+}
+
+void lull_background_request_stop(void)
+{
+    atomic_store_explicit(&lull_bg_stop, true, memory_order_seq_cst);
+    wake_background();
 }
 
 void lull_gc_unlock(void)
@@ -138,5 +180,8 @@ void lull_gc_unlock(void)
     clear_stack_for_post();
     note_in_gc_lock(0);
     sem_post(&gclock_g.sem);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&bg_waiting, memory_order_relaxed))
+        wake_background();
 }
 

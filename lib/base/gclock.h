@@ -19,9 +19,9 @@ bool lull_gc_trylock(void);
 bool lull_gc_trylock_after_waiters(void);
 /* The lock for a background job, tried until had (the thread that holds
  * it may be stopping the job: blocking on it could deadlock); false when
- * the job is asked to stop meanwhile. Between tries the job sleeps
- * sleep_us, or yields if 0: it has the lock sooner, and keeps a core busy
- * while a mutator holds it. */
+ * the job is asked to stop meanwhile. Between tries the job waits for the
+ * lock's next release or a stop request, at most sleep_us (1 ms if 0),
+ * without spinning. */
 bool lull_gc_lock_background(unsigned sleep_us);
 /* In the child of fork() (the forking thread holds the lock): forget the
  * parent's waiters. */
@@ -30,6 +30,9 @@ void lull_gc_lock_after_fork_child(void);
 /* The background job is asked to stop (set by trace/workers.c when the
  * gc lock's holder stops the job; polled by the job, without the lock). */
 extern atomic_bool lull_bg_stop;
+/* Ask the background job to stop: set the flag and wake a job waiting for
+ * the gc lock (trace/workers.c, by the lock's holder). */
+void lull_background_request_stop(void);
 static inline bool lull_background_stop_requested(void)
 {
     return atomic_load_explicit(&lull_bg_stop, memory_order_relaxed);

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -28,20 +27,6 @@ static struct {
 } stw_g;
 
 unsigned lull_stw_test_gap_ns;
-
-/* Raw futex system calls: syscall(2) is not intercepted by the sanitizers,
- * unlike sem_post, sem_timedwait, clock_gettime and sigaltstack (see the
- * ThreadSanitizer note in suspend_here). `ns` < 0 waits without a limit. */
-static long futex_wait(atomic_uint *word, unsigned expected, long ns)
-{
-    struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
-    return syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, ns < 0 ? NULL : &ts, NULL, 0);
-}
-
-static void futex_wake(atomic_uint *word, int n)
-{
-    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
 
 /* Record where the roots of thread t are: its stack from `frame` (the
  * lowest live address, with its registers saved at or above it) up, and
@@ -75,7 +60,7 @@ static void suspend_here(lull_thread *t, uintptr_t frame)
     lull_stw_record_roots(t, frame);
     atomic_store_explicit(&t->suspended_epoch, e, memory_order_release);
     atomic_fetch_add_explicit(&stw_g.acks, 1, memory_order_release);
-    futex_wake(&stw_g.acks, 1);
+    lull_futex_wake(&stw_g.acks, 1);
 #if LULL_TSAN
     /* ThreadSanitizer defers a signal that arrives outside a blocking call
      * and runs the handler later, from one of its interceptors, with every
@@ -93,7 +78,7 @@ static void suspend_here(lull_thread *t, uintptr_t frame)
         unsigned seen = atomic_load_explicit(&stw_g.restarts, memory_order_acquire);
         if (atomic_load_explicit(&stw_g.world_epoch, memory_order_acquire) != e)
             break;
-        futex_wait(&stw_g.restarts, seen, -1);
+        lull_futex_wait(&stw_g.restarts, seen, -1);
     }
 #else
     sigset_t wait_mask;
@@ -240,7 +225,7 @@ void lull_stw_stop(lull_thread *self)
         unsigned now = atomic_load_explicit(&stw_g.acks, memory_order_acquire);
         if (now - base >= want && all_acked(self, e))
             break;
-        if (futex_wait(&stw_g.acks, now, wait_ns) == 0 || errno != ETIMEDOUT)
+        if (lull_futex_wait(&stw_g.acks, now, wait_ns) == 0 || errno != ETIMEDOUT)
             continue;             /* woken, changed meanwhile, or EINTR */
         /* No answer for a while: signal again every thread that has not
          * answered. */
@@ -274,6 +259,6 @@ void lull_stw_restart(lull_thread *self)
     }
 #if LULL_TSAN
     atomic_fetch_add_explicit(&stw_g.restarts, 1, memory_order_release);
-    futex_wake(&stw_g.restarts, INT_MAX);
+    lull_futex_wake(&stw_g.restarts, INT_MAX);
 #endif
 }

@@ -1,7 +1,11 @@
+/* util.c — reports to the program (warnings, fatal misuse), the futex
+ * wrappers, and small helpers every tier uses. No collector state. */
 #include "base/util.h"
 
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,4 +86,15 @@ __attribute__((noinline)) void lull_clear_scratch_registers(void)
                          "xorl %%r9d, %%r9d\n\txorl %%r10d, %%r10d\n\txorl %%r11d, %%r11d"
                          ::: "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "cc");
 #endif
+}
+
+long lull_futex_wait(_Atomic unsigned *word, unsigned expected, long ns)
+{
+    struct timespec ts = { ns / 1000000000L, ns % 1000000000L };
+    return syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, ns < 0 ? NULL : &ts, NULL, 0);
+}
+
+void lull_futex_wake(_Atomic unsigned *word, int n)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }

@@ -64,6 +64,15 @@ static inline void lull_cpu_relax(void)
 #endif
 }
 
+/* Raw futex system calls (util.c): syscall(2) is not intercepted by the
+ * sanitizers, unlike sem_post, sem_timedwait and clock_gettime, so a
+ * thread waiting here is still reached by the stop-the-world signals under
+ * ThreadSanitizer; nothing is published through the word itself. wait
+ * returns at once unless *word == expected, else sleeps until a wake, a
+ * signal or `ns` (< 0: no limit); -1 with errno ETIMEDOUT when it timed out. */
+long lull_futex_wait(_Atomic unsigned *word, unsigned expected, long ns);
+void lull_futex_wake(_Atomic unsigned *word, int n);
+
 static inline size_t lull_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
 /* The calling thread's registers, for a conservative scan of its own stack

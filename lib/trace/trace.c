@@ -2,8 +2,8 @@
  * the tracers' worklist with its two shared pools (trace.h). */
 #include "trace/trace.h"
 
+#include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
 
 #include "space/nursery.h"
@@ -149,6 +149,7 @@ static struct {
     unsigned long sections_limit;   /* 0: none (LULL_GC_DEBUG mark-stack-limit) */
     atomic_bool overflow;           /* an object was marked but not pushed */
     atomic_int idle;                /* tracers looking for work */
+    _Atomic unsigned work_seq;      /* bumped when grey work is shared or a tracer goes idle */
 } lull_trace_g = { .free_pool = { .lock = PTHREAD_MUTEX_INITIALIZER },
                    .grey_pool = { .lock = PTHREAD_MUTEX_INITIALIZER } };
 
@@ -160,6 +161,21 @@ static void pool_push(section_pool *pool, lull_grey_section *s)
     s->pool_next = atomic_load_explicit(&pool->head, memory_order_relaxed);
     atomic_store_explicit(&pool->head, s, memory_order_relaxed);
     pthread_mutex_unlock(&pool->lock);
+}
+
+/* Wake the tracers waiting in lull_tracer_drain_shared, if any: grey work
+ * was shared, or one more tracer went idle (the drain may be over). */
+static void wake_idle(void)
+{
+    atomic_fetch_add_explicit(&lull_trace_g.work_seq, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&lull_trace_g.idle, memory_order_seq_cst))
+        lull_futex_wake(&lull_trace_g.work_seq, INT_MAX);
+}
+
+static void share_grey(lull_grey_section *s)
+{
+    pool_push(&lull_trace_g.grey_pool, s);
+    wake_idle();
 }
 
 static lull_grey_section *pool_pop(section_pool *pool)
@@ -239,7 +255,7 @@ void lull_tracer_push_slow(lull_tracer *tr, uintptr_t obj)
          * chain other tracers cannot reach. */
         tr->cur = s->prev;
         s->prev = NULL;
-        pool_push(&lull_trace_g.grey_pool, s);
+        share_grey(s);
     }
     lull_grey_section *n = section_get();
     if (!n) {
@@ -272,7 +288,7 @@ static void maybe_split(lull_tracer *tr)
     n->top = half;
     n->prev = NULL;
     s->top -= half;
-    pool_push(&lull_trace_g.grey_pool, n);
+    share_grey(n);
 }
 
 bool lull_tracer_pop_slow(lull_tracer *tr, uintptr_t *obj)
@@ -308,7 +324,7 @@ void lull_tracer_share_older(lull_tracer *tr)
     while (s) {
         lull_grey_section *prev = s->prev;
         s->prev = NULL;
-        pool_push(&lull_trace_g.grey_pool, s);
+        share_grey(s);
         s = prev;
     }
 }
@@ -389,6 +405,7 @@ void lull_trace_note_idle(int delta)
  * blackened. A tracer may see that while another one that has just
  * rejoined still works; that one ends the same way, and the drain is over
  * when the last tracer returns (lull_workers_run waits for all). */
+#define DRAIN_WAIT_NS 200000L
 void lull_tracer_drain_shared(lull_tracer *tr, atomic_int *active,
                               void (*drain_local)(lull_tracer *tr, void *arg), void *arg)
 {
@@ -396,7 +413,9 @@ void lull_tracer_drain_shared(lull_tracer *tr, atomic_int *active,
         drain_local(tr, arg);
         lull_trace_note_idle(1);
         atomic_fetch_sub(active, 1);
+        wake_idle();
         for (unsigned spins = 0;; spins++) {
+            unsigned seen = atomic_load_explicit(&lull_trace_g.work_seq, memory_order_seq_cst);
             if (lull_trace_shared_nonempty()) {
                 atomic_fetch_add(active, 1);
                 lull_trace_note_idle(-1);
@@ -408,8 +427,8 @@ void lull_tracer_drain_shared(lull_tracer *tr, atomic_int *active,
             }
             if (spins < 64)
                 lull_cpu_relax();
-            else
-                sched_yield();
+            else    /* until work is shared or a tracer goes idle; bounded in case a wake is missed */
+                lull_futex_wait(&lull_trace_g.work_seq, seen, DRAIN_WAIT_NS);
         }
     }
 }

@@ -205,7 +205,7 @@ void lull_workers_stop_background(void)
     pthread_mutex_lock(&workers_g.lock);
     workers_g.bg_posted = false;        /* not taken yet: never runs */
     if (workers_g.bg_running) {
-        atomic_store_explicit(&lull_bg_stop, true, memory_order_relaxed);
+        lull_background_request_stop();                 /* one waiting for the gc lock returns */
         pthread_cond_broadcast(&workers_g.bg_kick);     /* parked ones return too */
         while (workers_g.bg_running)
             pthread_cond_wait(&workers_g.bg_done, &workers_g.lock);
