@@ -143,10 +143,12 @@ typedef struct lull__tlab {
     const void *array_ok;   /* validated for lull_alloc_array */
     uint32_t    cards_left; /* cards this thread may still mark in the minors'
                                table before lull__cards_slow (a minor sets it) */
+    uint32_t    mark_stores_left; /* stores this thread may still make while a
+                               concurrent mark runs before lull__mark_stores_slow */
 } lull__tlab_t;
 /* The layout is compiled into every caller: the symbol names it (see
  * lull__barrier below). */
-#define lull__tlab lull__tlab_cards
+#define lull__tlab lull__tlab_cards_mark
 extern __thread lull__tlab_t lull__tlab __attribute__((tls_model("initial-exec")));
 #define LULL__TLAB_MAX_OBJECT 2048u
 #define LULL__NO_TYPE ((const void *)1)
@@ -208,8 +210,10 @@ struct lull__barrier_state {
 #define lull__barrier lull__barrier_card128_mark
 extern struct lull__barrier_state lull__barrier;
 #define LULL__CARD_SHIFT 7
+#define LULL__MARK_STORE_BATCH 1024u
 void lull__store_outside_heap(void *obj, void *slot, void *value);
 void lull__cards_slow(void);
+void lull__mark_stores_slow(void *obj, void *slot, void *value);   /* lull_store's arguments: no moves */
 
 /*
  * Store `value` (a reference or NULL) into `slot`, which lies inside heap
@@ -236,6 +240,14 @@ void lull__cards_slow(void);
  * interrupted an allocation or a collection): its next new card asks
  * again.
  *
+ * While a concurrent mark runs, every LULL__MARK_STORE_BATCH-th store of a
+ * thread also calls lull__mark_stores_slow once the mark's card is marked:
+ * the mark may be done and its final pause due (a program that only stores
+ * has no other point where it could run), or the program may be dirtying
+ * cards faster than the mark rescans them, and then it waits there, a
+ * bounded time, for the mark to catch up. It records the store in the
+ * minors' cards first, as lull_store would have, and runs no minor.
+ *
  * Order matters: the cards are marked after the store, and `value` is kept
  * in a register until they are, so a thread stopped between the two still
  * holds `value` where the conservative scan sees it. The state is read
@@ -244,18 +256,12 @@ void lull__cards_slow(void);
  * that starts a mark stored before the mark began, which the mark then
  * sees in the heap.
  */
-static inline void lull_store(void *obj, void *slot, void *value)
+/* The minors' half of lull_store (and of lull__mark_stores_slow), after
+ * the store and the mark's card: the card of a young reference, counted.
+ * off: the slot's offset in the heap's range. */
+static inline void lull__store_young(void *slot, void *value, uintptr_t off)
 {
-    uintptr_t off = (uintptr_t)slot - lull__barrier.heap_start, v = (uintptr_t)value;
-    (void)obj;
-    if (__builtin_expect(off >= lull__barrier.heap_size, 0)) {
-        lull__store_outside_heap(obj, slot, value);
-        return;
-    }
-    __atomic_store_n((void **)slot, value, __ATOMIC_RELEASE);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (__builtin_expect(__atomic_load_n(&lull__barrier.marking, __ATOMIC_RELAXED) != 0, 0))
-        __atomic_store_n(lull__barrier.mark_cards + (off >> LULL__CARD_SHIFT), (uint8_t)1, __ATOMIC_RELAXED);
+    uintptr_t v = (uintptr_t)value;
     uintptr_t ls = __atomic_load_n(&lull__barrier.large_start, __ATOMIC_RELAXED);
     if (v - lull__barrier.young_start < lull__barrier.young_size ||
         v - ls < __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls) {
@@ -275,6 +281,26 @@ static inline void lull_store(void *obj, void *slot, void *value)
         }
     }
     __asm__ __volatile__("" : : "r"(value));
+}
+
+static inline void lull_store(void *obj, void *slot, void *value)
+{
+    uintptr_t off = (uintptr_t)slot - lull__barrier.heap_start;
+    (void)obj;
+    if (__builtin_expect(off >= lull__barrier.heap_size, 0)) {
+        lull__store_outside_heap(obj, slot, value);
+        return;
+    }
+    __atomic_store_n((void **)slot, value, __ATOMIC_RELEASE);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(__atomic_load_n(&lull__barrier.marking, __ATOMIC_RELAXED) != 0, 0)) {
+        __atomic_store_n(lull__barrier.mark_cards + (off >> LULL__CARD_SHIFT), (uint8_t)1, __ATOMIC_RELAXED);
+        if (__builtin_expect(--lull__tlab.mark_stores_left == 0, 0)) {
+            lull__mark_stores_slow(obj, slot, value);   /* the minors' half there, then its own */
+            return;
+        }
+    }
+    lull__store_young(slot, value, off);
 }
 
 #define LULL_SET(obj, field, value) lull_store((obj), (void *)&(obj)->field, (value))
@@ -462,6 +488,30 @@ int lull_set_pause_target(uint64_t ns);
  * usual). Misuse before
  * lull_init (abort). */
 int lull_idle(uint64_t ns);
+
+/* The heap goal (LULL_GC_PARAMS heap-growth; 100 unless set): after each
+ * major the heap may grow to live x (1 + percent / 100) (live: what that
+ * major found, at least 4 MiB) before the next major is due; concurrent
+ * majors are started early enough to end there. Takes effect from the next
+ * major's end (the goal in force is recomputed at once from the last live
+ * size). Returns 0, or -EINVAL for a percent outside [LULL_HEAP_GROWTH_MIN,
+ * LULL_HEAP_GROWTH_MAX]. Any thread; takes the gc lock; never collects.
+ * Misuse before lull_init (abort). */
+#define LULL_HEAP_GROWTH_MIN 1u
+#define LULL_HEAP_GROWTH_MAX 10000u
+int lull_set_heap_growth(unsigned percent);
+
+/* A soft limit on the memory the heap holds (LULL_GC_PARAMS memory-limit;
+ * none unless set; 0 removes it). When the heap goal would pass it, the
+ * goal is the limit: majors come sooner, and free memory goes back to the
+ * OS sooner near it. It never fails an allocation: max-heap-size is the
+ * hard limit. A live heap larger than the limit makes majors back to back
+ * (every major's goal is then its live size plus a minimum allowance).
+ * Returns 0, or -EINVAL for a nonzero limit under LULL_MEMORY_LIMIT_MIN.
+ * Any thread; takes the gc lock; never collects. Misuse before lull_init
+ * (abort). */
+#define LULL_MEMORY_LIMIT_MIN ((size_t)4 << 20)
+int lull_set_memory_limit(size_t bytes);
 
 /* ------------------------------------------------------------------------ */
 /* Statistics                                                               */

@@ -131,6 +131,17 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
         if (sz > ((size_t)1 << 46))
             return bad(source, key, val, "must be at most 64t");
         c->max_heap_size = sz;
+    } else if (!strcmp(key, "heap-growth")) {
+        if (parse_uint(val, LULL_HEAP_GROWTH_MAX, &u) || u < LULL_HEAP_GROWTH_MIN)
+            return bad(source, key, val, "expected a percentage from 1 to 10000 (the heap may grow to live x "
+                       "(1 + PERCENT / 100) before the next major)");
+        c->heap_growth = (unsigned)u;
+    } else if (!strcmp(key, "memory-limit")) {
+        if (lull_config_parse_size(val, &sz))
+            return bad(source, key, val, "expected a size such as 2g, or 0 for none");
+        if (sz && sz < LULL_MEMORY_LIMIT_MIN)
+            return bad(source, key, val, "must be 0 (none) or at least 4m");
+        c->memory_limit = sz;
     } else if (!strcmp(key, "major")) {
         if (!strcmp(val, "concurrent")) c->major = LULL_MAJOR_CONCURRENT;
         else if (!strcmp(val, "stw")) c->major = LULL_MAJOR_STW;
@@ -285,6 +296,8 @@ int lull_config_parse(lull_config *c, const char *params)
     *c = (lull_config){
         .nursery_size = 4u << 20,
         .max_heap_size = 0,
+        .heap_growth = LULL_DEFAULT_HEAP_GROWTH,
+        .memory_limit = 0,
         .promotion_age = 1,
         .major = LULL_MAJOR_CONCURRENT,
         .mark_workers = default_workers(),

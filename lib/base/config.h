@@ -12,6 +12,7 @@
 #define LULL_DEFAULT_PAUSE_TARGET_NS ((uint64_t)5000000)
 #define LULL_DEFAULT_EVACUATION_THRESHOLD 66u   /* SGen's */
 #define LULL_PROMOTION_AGE_AUTO 0u
+#define LULL_DEFAULT_HEAP_GROWTH 100u
 
 enum lull_major_mode { LULL_MAJOR_CONCURRENT, LULL_MAJOR_STW };
 enum lull_finalizer_mode { LULL_FINALIZERS_AUTO, LULL_FINALIZERS_MANUAL };
@@ -23,6 +24,8 @@ typedef struct lull_config {
     /* LULL_GC_PARAMS */
     size_t nursery_size;          /* power of two */
     size_t max_heap_size;         /* 0: no limit */
+    unsigned heap_growth;         /* percent: the heap goal is live x (1 + heap_growth / 100) */
+    size_t memory_limit;          /* soft: the goal is at most this (gc/pacer.c); 0: none */
     unsigned promotion_age;       /* minors a nursery object survives before promotion: 1 or 2
                                      (nursery.h), or LULL_PROMOTION_AGE_AUTO (policy.c decides) */
     enum lull_major_mode major;

@@ -20,13 +20,14 @@
 
 #include "gc/collect.h"
 #include "gc/policy.h"
+#include "trace/mark.h"
 #include "space/heap.h"
 #include "space/nursery.h"
 #include "gc/threads.h"
 #include "base/probes.h"
 #include "base/util.h"
 
-__thread lull__tlab_t lull__tlab = { NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, UINT32_MAX };
+__thread lull__tlab_t lull__tlab = { NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, UINT32_MAX, LULL__MARK_STORE_BATCH };
 
 /* LULL_GC_DEBUG=collect-every: allocations counted by every thread (an
  * atomic; the only state of this file). */
@@ -341,6 +342,32 @@ void lull__cards_slow(void)
     lull_gc_lock();
     if (lull__tlab.cards_left == UINT32_MAX)  /* no other thread's minor since */
         collect_if(LULL_POLICY_CARDS, 0);
+    lull_gc_unlock();
+}
+
+/* The barrier's slow path while a concurrent mark runs (lull.h): the
+ * minors' half of the store first (lull__store_young), then, with the store
+ * fully recorded, its own work. It may run a done mark's final pause
+ * (which moves nothing), never a minor. A
+ * program that only stores would otherwise never reach that pause. The
+ * policy decides, as at an allocation (it may wait for an idle call). The
+ * gc lock is taken only when the mark is done; otherwise this costs a few
+ * loads. Not while this thread is inside lull (a signal handler that
+ * interrupted it): its next batch asks again. */
+void lull__mark_stores_slow(void *obj, void *slot, void *value)
+{
+    (void)obj;
+    lull__store_young(slot, value, (uintptr_t)slot - lull__barrier.heap_start);
+    lull__tlab.mark_stores_left = LULL__MARK_STORE_BATCH;
+    lull_thread *t = lull_thread_self;
+    if (!t || t->in_critical || t->in_gc_lock || !lull_marking())
+        return;
+    if (!lull_mark_ready())
+        return;
+    lull_gc_lock();
+    const char *reason = "";
+    if (lull_marking() && lull_policy_decide(LULL_POLICY_SLOW_ALLOC, 0, &reason) == LULL_COLLECT_MAJOR_FINISH)
+        lull_collect_locked(LULL_COLLECT_MAJOR_FINISH, reason);
     lull_gc_unlock();
 }
 

@@ -10,6 +10,7 @@
  * tries; once nothing is pending it gives long-empty blocks back to the OS
  * (madvise outside any pause), then prepares blocks again. */
 #include "gc/background.h"
+#include "gc/pacer.h"
 
 #include "base/config.h"
 #include "base/gclock.h"
@@ -33,7 +34,9 @@ static void sweep_job(lull_tracer *tr, void *arg)
             break;
         bool more = lull_major_sweep_some(SWEEP_BATCH, &swept);
         if (!more) {
-            lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
+            /* Near the soft memory limit, every empty block beyond the
+             * promotion reserve goes back after one collection, not two. */
+            lull_major_release_empty(lull_pacer_near_limit(lull_heap_bytes_held()) ? 1 : LULL_EMPTY_BLOCK_MAX_AGE);
             lull_space_release_pending();
         }
         lull_gc_unlock();

@@ -1,5 +1,6 @@
 /* policy.c — when to collect, and how big the heap is (policy.h). */
 #include "gc/policy.h"
+#include "gc/pacer.h"
 #include "space/meter.h"
 
 #include "gc/collect.h"
@@ -132,16 +133,9 @@ static inline void put(uint64_t *field, uint64_t v)
  * own (and the rates measured then start the next one earlier). */
 static void set_trigger(void)
 {
-    uint64_t a = lull_meter_g.allowance, room = a / 2;
-    if (policy_g.measured && policy_g.mark_rate > 0) {
-        double wall = (double)a / policy_g.mark_rate, r = 1.5 * policy_g.alloc_rate * wall;
-        room = r < (double)a ? (uint64_t)r : a;
-    }
-    uint64_t t = room < a ? a - room : 0;
-    if (t < a / 8)
-        t = a / 8;
-    if (t > a - a / 8)
-        t = a - a / 8;
+    uint64_t a = lull_meter_g.allowance;
+    uint64_t t = lull_pacer_trigger(a, policy_g.live, policy_g.alloc_rate,
+                                    policy_g.measured ? policy_g.mark_rate : 0);
     policy_g.trigger = lull_cfg.major == LULL_MAJOR_CONCURRENT ? t : a;
 }
 
@@ -183,7 +177,8 @@ void lull_policy_init(void)
     put(&lull_meter_g.allocated, 0);
     put(&lull_meter_g.mark_start, 0);
     policy_g.mark_start_ns = 0;
-    put(&lull_meter_g.allowance, MIN_ALLOWANCE);
+    lull_pacer_init(lull_cfg.heap_growth, lull_cfg.memory_limit);
+    put(&lull_meter_g.allowance, lull_pacer_allowance(0, lull_cfg.nursery_size));
     policy_g.alloc_rate = policy_g.mark_rate = 0;
     policy_g.measured = false;
     set_trigger();
@@ -229,6 +224,7 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
         if (mark_wall < 1)
             mark_wall = 1;
         bool had = policy_g.measured;
+        lull_pacer_note_mark_end(lull_meter_g.mark_start, lull_meter_g.allocated, done);
         average(&policy_g.alloc_rate, (double)(lull_meter_g.allocated - lull_meter_g.mark_start) / wall);
         /* A mark cut short before its job got through a quarter of the
          * heap (graph's first, stopped as it began) says too little about
@@ -241,8 +237,8 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
     put(&lull_meter_g.allocated, 0);
     put(&lull_meter_g.mark_start, 0);
     policy_g.mark_start_ns = 0;
-    put(&lull_meter_g.allowance, live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE);
     policy_g.live = live_bytes;
+    put(&lull_meter_g.allowance, lull_pacer_allowance(live_bytes, lull_nursery_size()));
     set_trigger();
 }
 
@@ -865,3 +861,11 @@ size_t lull_policy_size_heap(lull_config *cfg)
  * when the allowance is used up (more when the heap grew past it). Read
  * without the gc lock by the preclean (mark.c: preclean_step), so its
  * three fields may come from moments a few allocations apart. */
+
+/* The growth or the memory limit changed (gc lock held): the allowance and
+ * the trigger from the last live size, at once. */
+void lull_pacer_goal_changed(void)
+{
+    put(&lull_meter_g.allowance, lull_pacer_allowance(policy_g.live, lull_nursery_size()));
+    set_trigger();
+}

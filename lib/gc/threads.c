@@ -105,7 +105,8 @@ int lull_threads_attach(void)
     t->pthread = pthread_self();
     t->tlab = &lull__tlab;
     t->tlab_log = UINT32_MAX;
-    lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, lull_policy_card_budget() };
+    lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, lull_policy_card_budget(),
+                                 LULL__MARK_STORE_BATCH };
     lull_gc_lock();
     lull_registry_link(t);
     lull_thread_self = t;
