@@ -306,13 +306,15 @@ static void check_major(const char *params, bool concurrent)
 }
 
 /* allow-synchronous-major and lull_set_allow_synchronous_major: marks
- * stretched by mark-delay while 4 KiB objects use up the allowance fast.
- * Allowed, the collector finishes such a mark with the world stopped
- * (counted in collections_major_sync); not allowed, never (the heap grows
- * instead). */
+ * that cannot keep up (mark-delay: 20 ms every 64 objects) while 64 KiB
+ * objects take the program far past its allowance, waiting in pacing for
+ * at most a ms each. Allowed, the collector finishes such a mark with the
+ * world stopped once the program is an allowance (and four nurseries) past
+ * it (counted in collections_major_sync); not allowed, never (the heap
+ * grows instead). */
 static uint64_t sync_majors_under_pressure(const char *params, bool switch_off)
 {
-    CHECK(setenv("LULL_GC_DEBUG", "mark-delay=500", 1) == 0, "setenv");
+    CHECK(setenv("LULL_GC_DEBUG", "mark-delay=20000", 1) == 0, "setenv");
     init_or_die(params);
     unsetenv("LULL_GC_DEBUG");
     if (switch_off)
@@ -322,14 +324,14 @@ static uint64_t sync_majors_under_pressure(const char *params, bool switch_off)
      * run no minor, and a list left in the nursery is a root of the final
      * pause instead, lib/mark.h). */
     lull_collect(LULL_GEN_NURSERY);
-    static const lull_type blob = { .name = "blob4k", .size = 4096 };
-    for (int i = 0; i < 40000; i++)
+    static const lull_type blob = { .name = "blob64k", .size = 65536 };
+    for (int i = 0; i < 1024; i++)
         CHECK(lull_alloc(&blob), "%s: alloc", params);
     lull_stats st = get_stats();
     list_verify(l, 1, 60000, params);
     lull_shutdown();
     /* Started: a refused mark may still run when the loop ends. */
-    CHECK(st.pauses_major > 0, "%s: 160 MiB of 4 KiB objects started no major", params);
+    CHECK(st.pauses_major > 0, "%s: 64 MiB of 64 KiB objects started no major", params);
     return st.collections_major_sync;
 }
 

@@ -21,6 +21,7 @@
 #include "gc/collect.h"
 #include "gc/policy.h"
 #include "trace/mark.h"
+#include "space/meter.h"
 #include "space/heap.h"
 #include "space/nursery.h"
 #include "gc/threads.h"
@@ -106,6 +107,36 @@ static inline void publish_major(uintptr_t *p, const lull_type *type, uintptr_t 
         lull_mark_allocated((uintptr_t)p);
 }
 
+/* Pacing (trace/mark.h): while a concurrent mark runs, a slow path whose
+ * program is ahead of the markers waits for the mark's next step, at most
+ * PACE_WAIT_NS, outside the gc lock: the markers get the time the program
+ * would have spent outrunning them. Ahead: it used its whole allowance, or
+ * past PACE_FROM of the runway a larger share of it than the drain got
+ * through of the last mark's work (PACE_SLACK allowed), so that the
+ * drain ends about when the runway does. Stores wait the same way once
+ * the preclean stops converging (lull__mark_stores_slow). */
+#define PACE_WAIT_NS 1000000u
+#define PACE_FROM    0.5
+#define PACE_SLACK   0.1
+static bool ahead_of_markers(void)
+{
+    if (!lull_marking() || lull_mark_ready())
+        return false;
+    double used = lull_meter_runway_used(), done;
+    return used >= 1.0 || (used > PACE_FROM && (done = lull_mark_progress()) >= 0 && done + PACE_SLACK < used);
+}
+
+static void pace_allocation(void)
+{
+    if (LULL_LIKELY(!lull_marking()) || !ahead_of_markers())
+        return;
+    uint64_t t0 = lull_now_ns(), now = t0;
+    do
+        lull_mark_wait_progress(PACE_WAIT_NS - (now - t0));
+    while (ahead_of_markers() && (now = lull_now_ns()) - t0 < PACE_WAIT_NS);
+    lull_mark_note_paced(lull_now_ns() - t0);
+}
+
 static void *fail_enomem(void)
 {
     errno = ENOMEM;
@@ -116,6 +147,7 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
 {
     bool has_refs = lull_type_has_refs(type);
     uintptr_t *p = NULL;
+    pace_allocation();
     lull_gc_lock();
     collect_if(LULL_POLICY_SLOW_ALLOC, 0);
     for (int attempt = 0; attempt < 2 && !p; attempt++) {
@@ -215,6 +247,7 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
         }
         if (attempt == 2)
             return NULL;
+        pace_allocation();
         lull_gc_lock();
         collect_if(LULL_POLICY_SLOW_ALLOC, 0);
         if (!lull_nursery_refill(t, sz)) {
@@ -362,6 +395,11 @@ void lull__mark_stores_slow(void *obj, void *slot, void *value)
     lull_thread *t = lull_thread_self;
     if (!t || t->in_critical || t->in_gc_lock || !lull_marking())
         return;
+    if (lull_mark_wants_quiet()) {
+        uint64_t t0 = lull_now_ns();
+        lull_mark_wait_progress(PACE_WAIT_NS);
+        lull_mark_note_paced(lull_now_ns() - t0);
+    }
     if (!lull_mark_ready())
         return;
     lull_gc_lock();

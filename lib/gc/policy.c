@@ -192,6 +192,10 @@ void lull_policy_note_mark_start(void)
 {
     put(&lull_meter_g.mark_start, lull_meter_g.allocated);
     policy_g.mark_start_ns = lull_now_ns();
+    /* The mark is done once a preclean pass finds no more dirty cards than
+     * the final pause rescans in half the pause target (its roots and the
+     * nursery's objects take the rest), at the minors' measured card cost. */
+    lull_mark_set_final_budget((size_t)((double)lull_policy_pause_target() / 2 / lull_policy_card_ns()));
 }
 
 static void average(double *v, double sample)
@@ -761,9 +765,22 @@ static bool final_pause_waits_for_idle(void)
            predicted_final_pause_ns() <= policy_g.idle_ns;
 }
 
+/* The program got past its allowance by another allowance, and by four
+ * nurseries at least (one minor's promotion may take a small heap's whole
+ * allowance at once): pacing did not hold it. */
+static bool far_past_allowance(void)
+{
+    uint64_t a = lull_meter_get(&lull_meter_g.allowance), got = lull_meter_get(&lull_meter_g.allocated);
+    uint64_t over = got > a ? got - a : 0, nursery4 = 4 * (uint64_t)lull_nursery_size();
+    return over >= a && over >= nursery4;
+}
+
 /* While a concurrent mark runs: its final pause once the background work
- * is done; with the world stopped once the allowance is used up, when
- * synchronous majors are allowed; else `otherwise`. */
+ * is done; else `otherwise`. A program that allocates past the allowance
+ * waits for the markers in its slow paths (alloc.c: pacing), so the mark
+ * still ends concurrently; only one that got far past it anyway (the
+ * markers cannot keep up even so) has the mark finished with the world
+ * stopped, when synchronous majors are allowed. */
 static int while_marking(int otherwise, const char **reason)
 {
     if (lull_mark_ready()) {
@@ -772,7 +789,7 @@ static int while_marking(int otherwise, const char **reason)
         *reason = "concurrent mark done";
         return LULL_COLLECT_MAJOR_FINISH;
     }
-    if (over_allowance() && lull_synchronous_major_allowed()) {
+    if (far_past_allowance() && lull_synchronous_major_allowed()) {
         *reason = "allowance used up before the concurrent mark ended";
         return LULL_COLLECT_MAJOR_FINISH;
     }

@@ -3,6 +3,7 @@
 #include "trace/mark.h"
 #include "space/meter.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +63,17 @@ static struct {
     uintptr_t young[LULL_LOS_MAX_YOUNG]; /* ... the young large objects */
     size_t nyoung;
     atomic_size_t next_young;   /* ... claimed one at a time through this */
+    /* Pacing (mark.h: lull_mark_wait_progress): the program waits on
+     * progress_seq, which the job bumps at each step it completes; while
+     * want_quiet is set, stores wait too (the passes do not converge).
+     * final_budget: dirty cards a final pause may rescan (the policy sets
+     * it from the pause target). */
+    _Atomic unsigned progress_seq;
+    atomic_int progress_waiters;
+    atomic_bool want_quiet;
+    atomic_size_t final_budget;
+    atomic_uint_fast64_t paced_waits, paced_ns;
+    uint64_t work_estimate;     /* objects the last concurrent mark scanned in all; 0: none yet */
     unsigned passes;            /* complete preclean passes of the running mark (the job only) */
     size_t last_found;          /* ... and what the last one found */
     size_t prev_found;          /* ... and the one before it */
@@ -946,6 +958,8 @@ static bool defer_young_large(lull_tracer *tr, uintptr_t obj)
  * left stay on tr's stack). LULL_GC_DEBUG=mark-delay=N sleeps N us after
  * every POLL_EVERY objects and every slice of a large object, to stretch a
  * mark over many minors. */
+static void bump_progress(void);
+
 static bool drain_background(lull_tracer *tr)
 {
     uintptr_t e;
@@ -974,6 +988,8 @@ static bool drain_background(lull_tracer *tr)
             if (lull_cfg.mark_delay_us)
                 usleep((useconds_t)lull_cfg.mark_delay_us);
             offer_work();
+            if (atomic_load_explicit(&mark_g.progress_waiters, memory_order_relaxed))
+                bump_progress();    /* a paced thread may allocate a little more */
         }
     }
     uint64_t k = tr->scanned - before;
@@ -1070,19 +1086,77 @@ static void background_help(lull_tracer *tr, bool *busy)
 
 /* The leader (worker 0): drain until quiet; then preclean, pass after
  * pass, blackening (with the helpers) what each pass greyed, until the
- * final pause is worth its cost; then, once quiet again, say so
+ * final pause fits its budget; then, once quiet again, say so
  * (lull_mark_ready). The final pause rescans the union cards stored to
- * since each was precleaned: about as many as the program dirtied during the
- * last pass. So the mark ends after a complete pass that found at most
- * PRECLEAN_ENOUGH dirty cards, or once passes stop shrinking
- * (PRECLEAN_SETTLE passes done, and one found more than seven eighths of
- * what the one before did: the program dirties cards as fast as they are
- * rescanned, and more passes cannot make the final pause smaller), or
- * after PRECLEAN_MAX passes whatever they found. The passes are counted
- * over the whole mark, not per run of the job: every pause stops the job. */
-#define PRECLEAN_ENOUGH 4096u   /* dirty cards the final pause rescans in well under a ms */
+ * since each was precleaned: about as many as the program dirtied during
+ * the last pass. So the mark ends after a complete pass that found at most
+ * final_budget dirty cards (the policy sets it: what a final pause rescans
+ * within the pause target). Once passes stop shrinking (PRECLEAN_SETTLE
+ * passes done, and one found at least what the one before did: the
+ * program dirties cards as fast as they are rescanned) the program pays:
+ * want_quiet makes each storing thread wait for the next pass every
+ * LULL__MARK_STORE_BATCH stores, so a pass finds at most about that many
+ * cards a thread. PRECLEAN_MAX passes end the mark whatever they found
+ * (a program whose stores never reach the slow path). The passes are
+ * counted over the whole mark, not per run of the job: every pause stops
+ * the job. */
+#define PRECLEAN_ENOUGH 4096u   /* final_budget until the policy sets one */
+#define PRECLEAN_FLOOR  512u
 #define PRECLEAN_SETTLE 6u
-#define PRECLEAN_MAX    24u
+#define PRECLEAN_MAX    64u
+
+static size_t final_budget(void)
+{
+    size_t b = atomic_load_explicit(&mark_g.final_budget, memory_order_relaxed);
+    return b ? b : PRECLEAN_ENOUGH;
+}
+
+/* The job completed a step the program may be waiting for. */
+static void bump_progress(void)
+{
+    atomic_fetch_add_explicit(&mark_g.progress_seq, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&mark_g.progress_waiters, memory_order_seq_cst))
+        lull_futex_wake(&mark_g.progress_seq, INT_MAX);
+}
+
+void lull_mark_wait_progress(uint64_t max_ns)
+{
+    unsigned seen = atomic_load_explicit(&mark_g.progress_seq, memory_order_seq_cst);
+    if (!lull_marking() || atomic_load(&mark_g.bg_done) || !lull_workers_can_background())
+        return;
+    atomic_fetch_add_explicit(&mark_g.progress_waiters, 1, memory_order_seq_cst);
+    lull_futex_wait(&mark_g.progress_seq, seen, (long)max_ns);
+    atomic_fetch_sub_explicit(&mark_g.progress_waiters, 1, memory_order_relaxed);
+}
+
+void lull_mark_note_paced(uint64_t ns)
+{
+    atomic_fetch_add_explicit(&mark_g.paced_waits, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mark_g.paced_ns, ns, memory_order_relaxed);
+}
+
+double lull_mark_progress(void)
+{
+    uint64_t w = mark_g.work_estimate;
+    return w ? (double)atomic_load_explicit(&mark_g.scanned, memory_order_relaxed) / (double)w : -1.0;
+}
+
+bool lull_mark_wants_quiet(void)
+{
+    return atomic_load_explicit(&mark_g.want_quiet, memory_order_relaxed);
+}
+
+void lull_mark_set_final_budget(size_t cards)
+{
+    atomic_store_explicit(&mark_g.final_budget, cards < PRECLEAN_FLOOR ? PRECLEAN_FLOOR : cards,
+                          memory_order_relaxed);
+}
+
+void lull_mark_paced(uint64_t *waits, uint64_t *ns)
+{
+    *waits = atomic_load_explicit(&mark_g.paced_waits, memory_order_relaxed);
+    *ns = atomic_load_explicit(&mark_g.paced_ns, memory_order_relaxed);
+}
 
 /* One preclean pass, or what is left of it (it goes on where a pause
  * stopped it); false: stopped before its end. At its end last_found is
@@ -1108,6 +1182,7 @@ static bool preclean_pass(lull_tracer *tr)
     mark_g.passes++;
     mark_g.prev_found = mark_g.last_found;
     mark_g.last_found = found;
+    bump_progress();
     return true;
 }
 
@@ -1130,7 +1205,7 @@ static bool preclean_pass(lull_tracer *tr)
 #define TAIL_NAP_MAX_NS 64000000u
 static void preclean_tail(lull_tracer *tr)
 {
-    uint64_t nap = mark_g.last_found > PRECLEAN_ENOUGH ? 0 : TAIL_NAP_MIN_NS;
+    uint64_t nap = mark_g.last_found > final_budget() ? 0 : TAIL_NAP_MIN_NS;
     tr->share = false;
     if (!drain_background(tr))      /* what a pause left in `held`, after a minor */
         return;
@@ -1141,7 +1216,7 @@ static void preclean_tail(lull_tracer *tr)
         }
         if (!preclean_pass(tr) || !drain_background(tr))
             return;
-        if (mark_g.last_found > PRECLEAN_ENOUGH)
+        if (mark_g.last_found > final_budget())
             nap = 0;
         else if (!nap)
             nap = TAIL_NAP_MIN_NS;
@@ -1162,6 +1237,8 @@ static void background_lead(lull_tracer *tr)
         if (done) {
             atomic_store(&mark_g.bg_done_ns, lull_now_ns());
             atomic_store(&mark_g.bg_done, true);
+            atomic_store_explicit(&mark_g.want_quiet, false, memory_order_relaxed);
+            bump_progress();
             lull_workers_background_kick();     /* the helpers leave */
             LULL_PROBE1(concurrent_mark_done, mark_g.cycle);
             preclean_tail(tr);
@@ -1170,8 +1247,9 @@ static void background_lead(lull_tracer *tr)
         if (!preclean_pass(tr))
             return;     /* stopped: the pass goes on from pass_block at the next run */
         size_t found = mark_g.last_found;
-        done = found <= PRECLEAN_ENOUGH || mark_g.passes >= PRECLEAN_MAX ||
-               (mark_g.passes >= PRECLEAN_SETTLE && found >= mark_g.prev_found);
+        done = found <= final_budget() || mark_g.passes >= PRECLEAN_MAX;
+        if (!done && mark_g.passes >= PRECLEAN_SETTLE && found >= mark_g.prev_found)
+            atomic_store_explicit(&mark_g.want_quiet, true, memory_order_relaxed);
     }
 }
 
@@ -1241,6 +1319,7 @@ void lull_mark_begin_concurrent(void)
     atomic_store(&mark_g.precleaned, 0);
     atomic_store(&mark_g.bg_done, false);
     atomic_store(&mark_g.bg_done_ns, 0);
+    atomic_store_explicit(&mark_g.want_quiet, false, memory_order_relaxed);
     for (unsigned i = 0; i <= LULL_MAX_WORKERS; i++)
         atomic_store_explicit(&mark_g.bg_scanned[i], 0, memory_order_relaxed);
     mark_g.bg_width = lull_workers_background_threads();
@@ -1329,6 +1408,7 @@ void lull_mark_finish(lull_tracer *tr)
     mark_g.final_nursery_objects = atomic_load(&mark_g.nursery_objects);
     mark_g.final_in_drain = false;
     atomic_fetch_add(&mark_g.scanned, concurrent);
+    mark_g.work_estimate = atomic_load(&mark_g.scanned);
     if (lull_cfg.verify_parallel && lull_workers_count())
         lull_mark_verify_parallel_check(tr);
     if (lull_cfg.verify_concurrent)

@@ -182,4 +182,27 @@ uint64_t lull_mark_final_young_bytes(void);
 void lull_mark_verify_parallel_save(void);
 void lull_mark_verify_parallel_check(lull_tracer *tr);
 
+/* ---- pacing: the program waits for the concurrent mark ----
+ *
+ * When the program outruns the markers (it allocates past its allowance,
+ * or its stores dirty cards as fast as the preclean rescans them), it
+ * waits in its slow paths, a bounded time each, for the mark's next step:
+ * a preclean pass completed, or the mark done. wait_progress returns at
+ * once when no mark runs, the mark is done or no worker thread exists;
+ * else after the next step or max_ns, whichever comes first. note_paced
+ * counts one paced wait of ns (lull_stats). wants_quiet: the preclean's passes stopped shrinking,
+ * so storing threads should wait too. Any thread, no lock held; not from
+ * inside a critical region (the wait may be interrupted by a pause). */
+void lull_mark_wait_progress(uint64_t max_ns);
+/* The running mark's drain, as a share of what the last concurrent mark
+ * scanned in all (objects); -1 before any finished. Without a lock. */
+double lull_mark_progress(void);
+bool lull_mark_wants_quiet(void);
+void lull_mark_note_paced(uint64_t ns);
+void lull_mark_paced(uint64_t *waits, uint64_t *ns);
+/* The dirty cards a final pause may rescan within the pause target (the
+ * policy sets it as a mark begins): the mark is done once a preclean pass
+ * finds no more. */
+void lull_mark_set_final_budget(size_t cards);
+
 #endif
