@@ -574,6 +574,18 @@ typedef struct lull_stats {
      * (promotion-age=2 or auto; README, "aging in the nursery"). A survivor that ages and
      * then survives again is counted here and in bytes_promoted. */
     uint64_t bytes_aged;
+    /* The heap goal (lull_set_heap_growth): live at the last major plus
+     * the allowance; the soft memory limit in force (0: none). */
+    uint64_t heap_goal_bytes;
+    uint64_t memory_limit_bytes;
+    /* Pacing: the times a program thread waited in a slow path for the
+     * concurrent mark to catch up, and how long in all. */
+    uint64_t paced_waits;
+    uint64_t paced_wait_ns;
+    /* Concurrent marks finished with the world stopped because the program
+     * got far past its allowance while they ran (when synchronous majors
+     * are allowed; also counted in collections_major_sync). */
+    uint64_t mark_finishes_sync;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

@@ -70,9 +70,18 @@ int main(void)
 
     CHECK(lull_set_heap_growth(400) == 0, "lull_set_heap_growth(400)");
     lull_collect(LULL_GEN_MAJOR);
+    lull_stats g = get_stats();
+    CHECK(g.heap_goal_bytes >= 5 * g.live_bytes_after_major - MIB && g.heap_goal_bytes <= 5 * g.live_bytes_after_major + MIB,
+          "growth 400: goal %" PRIu64 " MiB for %" PRIu64 " MiB live", g.heap_goal_bytes / MIB,
+          g.live_bytes_after_major / MIB);
+    CHECK(g.memory_limit_bytes == 0, "no limit, yet lull_stats says %" PRIu64, g.memory_limit_bytes);
     uint64_t m400 = churn(&peak400);
 
     CHECK(lull_set_memory_limit(48 * MIB) == 0, "lull_set_memory_limit(48 MiB)");
+    g = get_stats();
+    CHECK(g.memory_limit_bytes == 48 * MIB, "lull_stats.memory_limit_bytes %" PRIu64, g.memory_limit_bytes);
+    CHECK(g.heap_goal_bytes <= 48 * MIB, "the goal %" PRIu64 " MiB is over the 48 MiB limit at once",
+          g.heap_goal_bytes / MIB);
     lull_collect(LULL_GEN_MAJOR);
     uint64_t m_lim = churn(&peak_lim);
     CHECK(lull_set_memory_limit(0) == 0, "lull_set_memory_limit(0)");

@@ -28,7 +28,7 @@
 static struct {
     atomic_uint growth;            /* percent */
     _Atomic size_t limit;          /* bytes; 0: none */
-    uint64_t live, allowance;      /* at the last major (gc lock) */
+    uint64_t live, allowance;      /* at the last major (gc lock; read without it: atomics) */
     double model;                  /* the last trigger's predicted allocation during a mark; 0: none */
     double correction;             /* the model's measured bias */
     double last_error;             /* the last mark's allocation over the model */
@@ -39,8 +39,8 @@ void lull_pacer_init(unsigned growth_percent, size_t memory_limit)
 {
     atomic_store_explicit(&pacer_g.growth, growth_percent, memory_order_relaxed);
     atomic_store_explicit(&pacer_g.limit, memory_limit, memory_order_relaxed);
-    pacer_g.live = 0;
-    pacer_g.allowance = MIN_ALLOWANCE;
+    __atomic_store_n(&pacer_g.live, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pacer_g.allowance, MIN_ALLOWANCE, __ATOMIC_RELAXED);
     pacer_g.model = 0;
     pacer_g.correction = 1.0;
     pacer_g.last_error = 0;
@@ -69,14 +69,14 @@ uint64_t lull_pacer_allowance(uint64_t live, uint64_t nursery)
     }
     if (a < MIN_ALLOWANCE)
         a = MIN_ALLOWANCE;
-    pacer_g.live = live;
-    pacer_g.allowance = a;
+    __atomic_store_n(&pacer_g.live, live, __ATOMIC_RELAXED);
+    __atomic_store_n(&pacer_g.allowance, a, __ATOMIC_RELAXED);
     return a;
 }
 
 uint64_t lull_pacer_goal(void)
 {
-    return pacer_g.live + pacer_g.allowance;
+    return __atomic_load_n(&pacer_g.live, __ATOMIC_RELAXED) + __atomic_load_n(&pacer_g.allowance, __ATOMIC_RELAXED);
 }
 
 uint64_t lull_pacer_trigger(uint64_t a, uint64_t live, double alloc_rate, double mark_rate)

@@ -41,6 +41,7 @@
  * allocation meter's (space/meter.h), read without the lock too. */
 static struct {
     uint64_t trigger;           /* allocation at which a concurrent major starts */
+    uint64_t sync_finishes;     /* running marks finished with the world stopped (atomic) */
     uint64_t mark_start_ns;     /* when the running mark began */
     /* Pacing (set_trigger), measured over the concurrent marks so far as
      * moving averages (weight 1/2): bytes the program allocated in the
@@ -160,6 +161,7 @@ void lull_policy_init(void)
     policy_g.final_pause_ns = policy_g.sync_ns_per_live = 0;
     policy_g.final_pause_known = policy_g.sync_known = false;
     policy_g.live = 0;
+    __atomic_store_n(&policy_g.sync_finishes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&policy_g.majors_idle, 0, __ATOMIC_RELAXED);
     /* auto starts without aging, to measure what minors promote so. */
     policy_g.aging_on = false;
@@ -790,6 +792,7 @@ static int while_marking(int otherwise, const char **reason)
         return LULL_COLLECT_MAJOR_FINISH;
     }
     if (far_past_allowance() && lull_synchronous_major_allowed()) {
+        __atomic_fetch_add(&policy_g.sync_finishes, 1, __ATOMIC_RELAXED);
         *reason = "allowance used up before the concurrent mark ended";
         return LULL_COLLECT_MAJOR_FINISH;
     }
@@ -885,4 +888,14 @@ void lull_pacer_goal_changed(void)
 {
     put(&lull_meter_g.allowance, lull_pacer_allowance(policy_g.live, lull_nursery_size()));
     set_trigger();
+}
+
+uint64_t lull_policy_sync_finishes(void)
+{
+    return __atomic_load_n(&policy_g.sync_finishes, __ATOMIC_RELAXED);
+}
+
+uint64_t lull_policy_heap_goal(void)
+{
+    return lull_pacer_goal();
 }
