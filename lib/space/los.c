@@ -7,14 +7,11 @@
  * The head block's descriptor holds the object's size; tail blocks point to
  * the head, so an interior pointer anywhere in the run finds the object. */
 #include "base/config.h"
-#include "space/meter.h"
 #include "base/gclock.h"
-#include "gc/policy.h"
-#include "space/heap.h"
-#include "trace/mark.h"
-#include "space/nursery.h"
-#include "trace/trace.h"
 #include "base/util.h"
+#include "space/heap.h"
+#include "space/meter.h"
+#include "space/nursery.h"
 
 /* The young large objects (heap.h), linked through their head
  * descriptors' `next`: written under the gc lock (allocation, and the
@@ -138,12 +135,6 @@ size_t lull_los_young_list(uintptr_t *out, size_t cap)
     return n;
 }
 
-static void drop_ref(void **slot, void *ctx)
-{
-    (void)ctx;
-    __atomic_store_n(slot, NULL, __ATOMIC_RELAXED);
-}
-
 bool lull_los_stays_young(uintptr_t obj, bool may_age)
 {
     const lull_block *b = lull_block_of(obj);
@@ -152,7 +143,7 @@ bool lull_los_stays_young(uintptr_t obj, bool may_age)
            !lull_is_marked(obj);
 }
 
-uint64_t lull_los_end_minor(bool may_age)
+uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj))
 {
     uint64_t freed = 0;
     uint32_t i = los_g.young_head;
@@ -185,7 +176,7 @@ uint64_t lull_los_end_minor(bool may_age)
              * here, held a large object that died with it). Every slot
              * becomes NULL. */
             if (!reached && (marking || lull_is_marked(obj)))
-                lull_trace_slots(obj, drop_ref, NULL);
+                drop_slots(obj);
             /* While a concurrent mark runs, a dead one becomes old and
              * unmarked instead, freed by the final pause's sweep: the
              * background mark reads the descriptors of blocks with union

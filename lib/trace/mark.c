@@ -14,7 +14,6 @@
 #include "space/heap.h"
 #include "space/nursery.h"
 #include "base/os.h"
-#include "gc/policy.h"
 #include "trace/roots.h"
 #include "base/probes.h"
 #include "base/timeline.h"
@@ -741,10 +740,16 @@ static bool defer_young_large(lull_tracer *tr, uintptr_t obj);
  * visited; then the dirty cards. The initial pause visits the same roots
  * (`initial`), but there they only hasten the mark, so a young large
  * object worth slicing is left to the background markers (below). */
+/* A nursery object, a root of the final pause: its slots are visited. */
+static void scan_young_root(uintptr_t obj, void *ctx)
+{
+    lull_trace_slots(obj, visit, ctx);
+}
+
 static void final_young_part(lull_tracer *tr, bool initial)
 {
     uint64_t bytes = 0;
-    size_t objects = lull_nursery_scan_part(&mark_g.next_range, visit, tr, &bytes);
+    size_t objects = lull_nursery_each_object_part(&mark_g.next_range, scan_young_root, tr, &bytes);
     for (;;) {
         size_t i = atomic_fetch_add_explicit(&mark_g.next_young, 1, memory_order_relaxed);
         if (i >= mark_g.nyoung)
