@@ -10,14 +10,14 @@
 
 #include "base/config.h"
 #include "base/gclock.h"
-#include "base/config.h"
-#include "space/heap.h"
-#include "space/nursery.h"
 #include "base/os.h"
-#include "trace/roots.h"
 #include "base/probes.h"
 #include "base/timeline.h"
 #include "base/util.h"
+#include "space/heap.h"
+#include "space/nursery.h"
+#include "trace/cards.h"
+#include "trace/roots.h"
 #include "trace/workers.h"
 
 /* The state of the current mark, shared by its markers. Written by the
@@ -53,7 +53,7 @@ static struct {
     uint64_t final_cards;       /* union cards the last final pause rescanned */
     uint64_t final_nursery_objects;   /* ... and nursery and young large objects it visited */
     bool final_in_drain;        /* the final pause: each marker takes part in its root work */
-    atomic_uint next_block;     /* ... its dirty cards, claimed in chunks through this */
+    atomic_size_t next_block;   /* ... its dirty cards, claimed in chunks through this */
     atomic_size_t cards_found;  /* ... and counted here */
     atomic_size_t next_range;   /* ... the nursery's logged ranges, claimed through this */
     atomic_size_t nursery_objects;       /* ... and the objects in them */
@@ -423,8 +423,7 @@ void lull_mark_conservative(uintptr_t lo, uintptr_t hi, void *ctx)
 
 static inline uintptr_t resume_object(uintptr_t place)
 {
-    const lull_block *b = lull_block_of(place);
-    return lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? lull_block_index(place) : b->run_head);
+    return lull_block_addr(lull_large_head(lull_block_index(place), lull_block_of(place)->state));
 }
 
 /* The rest of a large object, from a resume entry. Only objects described
@@ -604,7 +603,6 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
 /* The concurrent mark                                                      */
 /* ------------------------------------------------------------------------ */
 
-#define CARDS_PER_BLOCK   (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
 #define POLL_EVERY        64u    /* objects the job scans between looks at its stop flag */
 
 /* Workers are parked in bg_wait and grey sections wait in the shared pool:
@@ -617,85 +615,28 @@ static inline void offer_work(void)
         lull_workers_background_kick();
 }
 
-/* The marked objects of SMALL block bi (size class cls) that overlap
- * [lo, hi): rescanned whole. Unmarked ones are left alone: a white object
- * is scanned whole once it is reached, and a free slot may be being
- * allocated right now. (A marked object was reached through a reference
- * loaded with acquire by the worker that marked it, whose fetch-or
- * releases (lull_mark_set), or was marked in a pause, or allocated black
- * by a releasing fetch-or: read with acquire here, the bit makes its
- * header and body visible.) */
-static void rescan_small(lull_tracer *tr, uint32_t bi, unsigned cls, uintptr_t lo, uintptr_t hi)
+/* The mark's card scanner (trace/cards.h): a marked object on a dirty
+ * union card is rescanned whole (a small one) or for the card's part of it
+ * (a large one whose slots can be asked for by range; else whole).
+ * Unmarked objects are left alone: a white object is scanned whole once
+ * it is reached, and a free slot may be being allocated right now. */
+static void rescan_small(uintptr_t obj, void *ctx)
 {
-    uint32_t s0, s1, sz = lull_class_size[cls];
-    uintptr_t base = lull_block_addr(bi);
-    if (!lull_block_slots_in(bi, cls, lo, hi, &s0, &s1))
-        return;
-    for (uint32_t s = s0; s <= s1; s++) {
-        uintptr_t obj = base + (uintptr_t)s * sz;
-        if (lull_is_marked_acquire(obj) && __atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE))
-            scan_object(tr, obj);
-    }
+    scan_object(ctx, obj);
 }
 
-/* Rescan the marked objects of block bi that overlap its card c. The
- * preclean calls this while the program allocates: the state is read with
- * acquire, and the fields it gives meaning to after it (heap.h). */
-static void rescan_card(lull_tracer *tr, uint32_t bi, size_t c)
+static void rescan_large(uintptr_t obj, uintptr_t lo, uintptr_t hi, void *ctx)
 {
-    const lull_block *b = &lull_heap_g.blocks[bi];
-    uintptr_t lo = lull_block_addr(bi) + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
-    unsigned state = lull_block_state_acquire(b);
-    if (state == LULL_BLOCK_SMALL) {
-        if (b->has_refs)
-            rescan_small(tr, bi, b->size_class, lo, hi);
-    } else if (state == LULL_BLOCK_LARGE_HEAD || state == LULL_BLOCK_LARGE_TAIL) {
-        uintptr_t obj = lull_block_addr(state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
-        if (lull_is_marked_acquire(obj) && !lull_trace_slots_in(obj, lo, hi, visit, tr))
-            lull_trace_slots(obj, visit, tr);
-    }
+    if (!lull_trace_slots_in(obj, lo, hi, visit, ctx))
+        lull_trace_slots(obj, visit, ctx);
 }
 
-/* Cards to rescan, each prefetched CARD_PIPE cards before it is scanned
- * (the cards lie on objects scattered over the heap; see nursery.c,
- * scan_cards). */
-#define CARD_PIPE 16u
-typedef struct {
-    uint32_t bi[CARD_PIPE];
-    uint16_t c[CARD_PIPE];
-    unsigned head, n;
-} card_pipe;
-
-static void pipe_push(lull_tracer *tr, card_pipe *p, uint32_t bi, size_t c)
-{
-    const lull_block *b = &lull_heap_g.blocks[bi];
-    lull_prefetch_card(lull_block_addr(bi), c,
-                       lull_block_state_acquire(b) == LULL_BLOCK_SMALL ? lull_class_size[b->size_class] : 0);
-    if (p->n == CARD_PIPE) {
-        rescan_card(tr, p->bi[p->head], p->c[p->head]);
-        p->head = (p->head + 1) % CARD_PIPE;
-        p->n--;
-    }
-    unsigned t = (p->head + p->n) % CARD_PIPE;
-    p->bi[t] = bi;
-    p->c[t] = (uint16_t)c;
-    p->n++;
-}
-
-static void pipe_flush(lull_tracer *tr, card_pipe *p)
-{
-    for (; p->n; p->n--, p->head = (p->head + 1) % CARD_PIPE)
-        rescan_card(tr, p->bi[p->head], p->c[p->head]);
-}
-
-static bool block_has_bytes(const uint8_t *cards)
-{
-    const uint64_t *w = (const uint64_t *)cards;
-    uint64_t any = 0;
-    for (size_t k = 0; k < CARDS_PER_BLOCK / 8; k++)
-        any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
-    return any != 0;
-}
+static const lull_card_scanner final_scanner = {
+    .kind = LULL_CARDS_FINAL, .small = rescan_small, .large = rescan_large,
+};
+static const lull_card_scanner preclean_scanner = {
+    .kind = LULL_CARDS_PRECLEAN, .small = rescan_small, .large = rescan_large,
+};
 
 /* The final pause's cards, on every marker (mark_job) or on the stopper
  * alone, claimed FINAL_CHUNK blocks at a time: each card dirty in the union
@@ -704,31 +645,20 @@ static bool block_has_bytes(const uint8_t *cards)
 static void final_cards_part(lull_tracer *tr)
 {
     uint8_t *u = lull_heap_g.union_cards;
-    uint32_t frontier = lull_frontier();
-    size_t found = 0;
-    card_pipe p = { .n = 0 };
-    for (;;) {
-        uint32_t b0 = atomic_fetch_add_explicit(&mark_g.next_block, FINAL_CHUNK, memory_order_relaxed);
-        if (b0 >= frontier)
-            break;
-        uint32_t b1 = b0 + FINAL_CHUNK < frontier ? b0 + FINAL_CHUNK : frontier;
-        for (uint32_t bi = b0; bi < b1; bi++) {
-            uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
-            if (!block_has_bytes(uc))
+    size_t found = 0, b0, b1, frontier = lull_frontier();
+    lull_card_pipe p = { .n = 0 };
+    while (lull_claim(&mark_g.next_block, frontier, FINAL_CHUNK, &b0, &b1)) {
+        for (uint32_t bi = (uint32_t)b0; bi < b1; bi++) {
+            uint8_t *uc = u + (size_t)bi * LULL_CARDS_PER_BLOCK;
+            if (lull_cards_clean(uc))
                 continue;
-            bool nursery = lull_in_nursery(lull_block_addr(bi));
-            for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-                if (!uc[c])
-                    continue;
-                uc[c] = 0;
-                if (nursery)
-                    continue;   /* the nursery's objects are roots here (final_young_part) */
-                found++;
-                pipe_push(tr, &p, bi, c);
-            }
+            if (lull_in_nursery(lull_block_addr(bi)))
+                memset(uc, LULL_CARD_CLEAN, LULL_CARDS_PER_BLOCK);  /* its objects are roots here (final_young_part) */
+            else
+                found += lull_cards_take_block(&p, &final_scanner, tr, NULL, uc, bi);
         }
     }
-    pipe_flush(tr, &p);
+    lull_card_pipe_flush(&p, &final_scanner, tr, NULL);
     atomic_fetch_add_explicit(&mark_g.cards_found, found, memory_order_relaxed);
 }
 
@@ -840,7 +770,7 @@ static bool preclean_step(lull_tracer *tr)
     uint32_t nursery_lo = lull_block_index(lull_nursery_start), nursery_hi = lull_block_index(lull_nursery_end);
     uint32_t frontier = lull_frontier(), bi = mark_g.pass_block, polled = 0, dirty_blocks = 0;
     size_t since_offer = 0, held_cards = 0;
-    card_pipe p = { .n = 0 };
+    lull_card_pipe p = { .n = 0 };
     bool stopped = false, held = false;
     for (; bi < frontier; bi++) {
         if (++polled % PRECLEAN_POLL == 0 && lull_workers_background_stopping()) {
@@ -849,11 +779,11 @@ static bool preclean_step(lull_tracer *tr)
         }
         if (bi >= nursery_lo && bi < nursery_hi)
             continue;
-        uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
-        if (!block_has_bytes(uc))
+        uint8_t *uc = u + (size_t)bi * LULL_CARDS_PER_BLOCK;
+        if (lull_cards_clean(uc))
             continue;
         if (!held && dirty_blocks++ % THROTTLE_EVERY == 0 && lull_meter_runway_used() >= THROTTLE_FROM) {
-            pipe_flush(tr, &p);     /* what was claimed before the lock is rescanned before it */
+            lull_card_pipe_flush(&p, &preclean_scanner, tr, NULL);   /* what was claimed before the lock is rescanned before it */
             if (!throttle_lock()) {
                 stopped = true;
                 break;
@@ -861,18 +791,11 @@ static bool preclean_step(lull_tracer *tr)
             held = true;
             held_cards = 0;
         }
-        size_t n = 0;
-        for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-            if (__atomic_load_n(&uc[c], __ATOMIC_RELAXED) &&
-                __atomic_exchange_n(&uc[c], LULL_CARD_CLEAN, __ATOMIC_SEQ_CST)) {
-                pipe_push(tr, &p, bi, c);
-                n++;
-            }
-        }
+        size_t n = lull_cards_take_block(&p, &preclean_scanner, tr, NULL, uc, bi);
         mark_g.pass_found += n;
         since_offer += n;
         if (held && (held_cards += n) >= THROTTLE_CARDS) {
-            pipe_flush(tr, &p);
+            lull_card_pipe_flush(&p, &preclean_scanner, tr, NULL);
             lull_gc_unlock();
             held = false;
         }
@@ -886,7 +809,7 @@ static bool preclean_step(lull_tracer *tr)
             break;
         }
     }
-    pipe_flush(tr, &p);
+    lull_card_pipe_flush(&p, &preclean_scanner, tr, NULL);
     if (held)
         lull_gc_unlock();
     offer_work();
