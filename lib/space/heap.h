@@ -204,14 +204,19 @@ static inline void lull_card_set_young(uint8_t *card)
 
 #define LULL_CARDS_PER_BLOCK (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
 /* Whether every card of a block is clean, in either table: `cards` is the
- * block's first card. Relaxed loads (the preclean reads the union table
- * while the program stores), no early exit. */
-static inline bool lull_cards_clean(const uint8_t *cards)
+ * block's first card. No early exit: with the world stopped (racing
+ * false) the compiler makes it a few vector ORs; a reader racing with the
+ * barrier's stores (the preclean) reads with relaxed atomics. */
+static inline bool lull_cards_clean(const uint8_t *cards, bool racing)
 {
     const uint64_t *w = (const uint64_t *)cards;
     uint64_t any = 0;
-    for (size_t k = 0; k < LULL_CARDS_PER_BLOCK / 8; k++)
-        any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
+    if (racing)
+        for (size_t k = 0; k < LULL_CARDS_PER_BLOCK / 8; k++)
+            any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
+    else
+        for (size_t k = 0; k < LULL_CARDS_PER_BLOCK / 8; k++)
+            any |= w[k];
     return any == 0;
 }
 

@@ -50,7 +50,7 @@ void lull_cards_list_minor(lull_card_work_list *w)
     size_t n = 0;
     for (uint32_t bi = 0; bi < frontier; bi++) {
         uint8_t *bc = cards + (size_t)bi * LULL_CARDS_PER_BLOCK;
-        if (lull_cards_clean(bc))
+        if (lull_cards_clean(bc, false))
             continue;
         bool keep;
         if (minor_scans(&lull_heap_g.blocks[bi], bi, &keep))

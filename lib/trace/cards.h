@@ -232,7 +232,7 @@ static inline __attribute__((always_inline)) void lull_cards_scan_object(const l
     for (size_t c = c0; c <= c1; c = (c / LULL_CARDS_PER_BLOCK + 1) * LULL_CARDS_PER_BLOCK) {
         size_t first = c / LULL_CARDS_PER_BLOCK * LULL_CARDS_PER_BLOCK;
         size_t last = first + LULL_CARDS_PER_BLOCK - 1 < c1 ? first + LULL_CARDS_PER_BLOCK - 1 : c1;
-        if (lull_cards_clean(cards + first))
+        if (lull_cards_clean(cards + first, false))
             continue;
         lull_cards_take_range(&p, s, ctx, n, cards + first, (uint32_t)(first / LULL_CARDS_PER_BLOCK), c - first,
                               last - first);

@@ -650,7 +650,7 @@ static void final_cards_part(lull_tracer *tr)
     while (lull_claim(&mark_g.next_block, frontier, FINAL_CHUNK, &b0, &b1)) {
         for (uint32_t bi = (uint32_t)b0; bi < b1; bi++) {
             uint8_t *uc = u + (size_t)bi * LULL_CARDS_PER_BLOCK;
-            if (lull_cards_clean(uc))
+            if (lull_cards_clean(uc, false))
                 continue;
             if (lull_in_nursery(lull_block_addr(bi)))
                 memset(uc, LULL_CARD_CLEAN, LULL_CARDS_PER_BLOCK);  /* its objects are roots here (final_young_part) */
@@ -780,7 +780,7 @@ static bool preclean_step(lull_tracer *tr)
         if (bi >= nursery_lo && bi < nursery_hi)
             continue;
         uint8_t *uc = u + (size_t)bi * LULL_CARDS_PER_BLOCK;
-        if (lull_cards_clean(uc))
+        if (lull_cards_clean(uc, true))
             continue;
         if (!held && dirty_blocks++ % THROTTLE_EVERY == 0 && lull_meter_runway_used() >= THROTTLE_FROM) {
             lull_card_pipe_flush(&p, &preclean_scanner, tr, NULL);   /* what was claimed before the lock is rescanned before it */
