@@ -112,19 +112,6 @@ static struct {
     size_t excls_cap, nexcls;
 } nursery_g;
 
-/* Side tables like the heap's own: reserved at init, committed by the
- * kernel as they are touched, not subject to fail-mmap. */
-static void *reserve_array(size_t bytes)
-{
-    return lull_os_reserve_rw(lull_align_up(bytes, LULL_PAGE_SIZE));
-}
-
-static void free_array(void *p, size_t bytes)
-{
-    if (p)
-        lull_os_unreserve(p, lull_align_up(bytes, LULL_PAGE_SIZE));
-}
-
 static size_t chunk_map_bytes(void)
 {
     return ((size_t)(lull_nursery_end - lull_nursery_start) >> LULL_AGE_CHUNK_SHIFT) *
@@ -170,12 +157,12 @@ int lull_nursery_init(size_t size, size_t ceiling)
     nursery_g.excls_cap = size / LULL_GRANULE;
     nursery_g.afrags_cap = size / LULL_GRANULE + 1024;
     nursery_g.aged_cap = (size >> LULL_AGE_CHUNK_SHIFT) + LULL_MAX_WORKERS + 1;
-    nursery_g.log_ = reserve_array(nursery_g.log_cap * sizeof *nursery_g.log_);
-    nursery_g.frags = reserve_array(nursery_g.frags_cap * sizeof *nursery_g.frags);
-    nursery_g.excls = reserve_array(nursery_g.excls_cap * sizeof *nursery_g.excls);
-    nursery_g.afrags = reserve_array(nursery_g.afrags_cap * sizeof *nursery_g.afrags);
-    nursery_g.aged = reserve_array(nursery_g.aged_cap * sizeof *nursery_g.aged);
-    lull_nursery_cycle_g.chunk_epoch = reserve_array(chunk_map_bytes());
+    nursery_g.log_ = lull_os_table(nursery_g.log_cap * sizeof *nursery_g.log_);
+    nursery_g.frags = lull_os_table(nursery_g.frags_cap * sizeof *nursery_g.frags);
+    nursery_g.excls = lull_os_table(nursery_g.excls_cap * sizeof *nursery_g.excls);
+    nursery_g.afrags = lull_os_table(nursery_g.afrags_cap * sizeof *nursery_g.afrags);
+    nursery_g.aged = lull_os_table(nursery_g.aged_cap * sizeof *nursery_g.aged);
+    lull_nursery_cycle_g.chunk_epoch = lull_os_table(chunk_map_bytes());
     lull_nursery_cycle_g.epoch = 0;
     if (!nursery_g.afrags || !nursery_g.aged || !lull_nursery_cycle_g.chunk_epoch || !nursery_g.log_ ||
         !nursery_g.frags || !nursery_g.excls) {
@@ -188,12 +175,12 @@ int lull_nursery_init(size_t size, size_t ceiling)
 
 void lull_nursery_fini(void)
 {
-    free_array(nursery_g.log_, nursery_g.log_cap * sizeof *nursery_g.log_);
-    free_array(nursery_g.frags, nursery_g.frags_cap * sizeof *nursery_g.frags);
-    free_array(nursery_g.excls, nursery_g.excls_cap * sizeof *nursery_g.excls);
-    free_array(nursery_g.afrags, nursery_g.afrags_cap * sizeof *nursery_g.afrags);
-    free_array(nursery_g.aged, nursery_g.aged_cap * sizeof *nursery_g.aged);
-    free_array((void *)lull_nursery_cycle_g.chunk_epoch, chunk_map_bytes());
+    lull_os_free_table(nursery_g.log_, nursery_g.log_cap * sizeof *nursery_g.log_);
+    lull_os_free_table(nursery_g.frags, nursery_g.frags_cap * sizeof *nursery_g.frags);
+    lull_os_free_table(nursery_g.excls, nursery_g.excls_cap * sizeof *nursery_g.excls);
+    lull_os_free_table(nursery_g.afrags, nursery_g.afrags_cap * sizeof *nursery_g.afrags);
+    lull_os_free_table(nursery_g.aged, nursery_g.aged_cap * sizeof *nursery_g.aged);
+    lull_os_free_table((void *)lull_nursery_cycle_g.chunk_epoch, chunk_map_bytes());
     nursery_g.afrags = nursery_g.aged = NULL;
     lull_nursery_cycle_g.chunk_epoch = NULL;
     nursery_g.excls = NULL;

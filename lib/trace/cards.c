@@ -13,14 +13,13 @@ int lull_card_work_init(lull_card_work_list *w)
 {
     w->cap = lull_heap_g.nblocks;
     w->n = 0;
-    w->block = lull_os_reserve_rw(lull_align_up(w->cap * sizeof *w->block, LULL_PAGE_SIZE));
+    w->block = lull_os_table(w->cap * sizeof *w->block);
     return w->block ? 0 : -1;
 }
 
 void lull_card_work_fini(lull_card_work_list *w)
 {
-    if (w->block)
-        lull_os_unreserve(w->block, lull_align_up(w->cap * sizeof *w->block, LULL_PAGE_SIZE));
+    lull_os_free_table(w->block, w->cap * sizeof *w->block);
     w->block = NULL;
 }
 

@@ -33,23 +33,21 @@ static struct {
 
 static size_t table_bytes(void)
 {
-    return lull_align_up(CEMENT_SLOTS * sizeof(cement_slot), LULL_PAGE_SIZE);
+    return CEMENT_SLOTS * sizeof(cement_slot);
 }
 
 int lull_cement_init(void)
 {
-    cement_g.table = lull_os_reserve_rw(table_bytes());
-    cement_g.spare = lull_os_reserve_rw(table_bytes());
+    cement_g.table = lull_os_table(table_bytes());
+    cement_g.spare = lull_os_table(table_bytes());
     atomic_store(&cement_g.ncemented, 0);
     return cement_g.table && cement_g.spare ? 0 : -1;
 }
 
 void lull_cement_fini(void)
 {
-    if (cement_g.table)
-        lull_os_unreserve(cement_g.table, table_bytes());
-    if (cement_g.spare)
-        lull_os_unreserve(cement_g.spare, table_bytes());
+    lull_os_free_table(cement_g.table, table_bytes());
+    lull_os_free_table(cement_g.spare, table_bytes());
     cement_g.table = cement_g.spare = NULL;
 }
 

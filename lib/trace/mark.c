@@ -1,5 +1,19 @@
-/* mark.c — marking with the tracer: grey, blacken, share, terminate
- * (mark.h describes the design). */
+/* mark.c — the major's mark (mark.h): greying and blackening with the
+ * tracer, work sharing between markers and termination, evacuation, the
+ * concurrent mark's background job (its drains, the preclean of the union
+ * cards through trace/cards.h, slices of large objects) and its final
+ * pause's roots, and the verify-parallel/-concurrent shadows.
+ *
+ * Callers: gc/collect.c's pauses (world stopped, gc lock held); the
+ * minor (trace/minor.c) for what it greys while a mark runs; the
+ * background job on the worker threads (world running; what it touches is
+ * said at mark_g and at background_job).
+ *
+ * Invariants: outside a collection every mark bit is clear; while a
+ * concurrent mark runs the nursery and the young large objects are not
+ * marked through (they are roots of the final pause), every object that
+ * enters the major heap is allocated black, and every store marks its
+ * union card. */
 #include "trace/mark.h"
 #include "space/meter.h"
 
@@ -256,8 +270,7 @@ static uintptr_t evacuate(lull_tracer *tr, uintptr_t v, const lull_block *b)
         size_t size = lull_object_size(v, lull_header_type(h));
         /* Word by word, each read atomic: a marker that claimed v in place
          * meanwhile (no slot for it: PINNED, below) may already scan it and
-         * update its slots, and this copy is then given back (ThreadSanitizer
-         * saw that race in stress_exhaustion_w4 with memcpy). The last word
+         * update its slots, and this copy is then given back. The last word
          * may run past the object, never past its slot. */
         const uintptr_t *from = (const uintptr_t *)v;
         uintptr_t *to = (uintptr_t *)c;
@@ -438,17 +451,12 @@ static void scan_rest(lull_tracer *tr, uintptr_t entry)
 }
 
 /* Prefetching. Scanning a grey object begins with a cache miss on its
- * header (the graph benchmark's nodes are scattered over the whole heap),
- * so a drain pops PREFETCH_DEPTH objects ahead of the one it scans and
- * asks for each one's first line as it pops it: the misses of the ring
+ * header, so a drain pops PREFETCH_DEPTH objects ahead of the one it scans
+ * and asks for each one's first line as it pops it: the misses of the ring
  * overlap instead of following one another (the FIFO of Cher, Hosking and
  * Nguyen, "Effective prefetch for mark-sweep garbage collection", 2004).
  * Entries in the ring are still grey: every drain scans or pushes back all
- * of them before it returns. Measured on the graph benchmark's
- * synchronous majors (major=stw): 134 ns per object scanned with one
- * marker before, 24 after; 70 and 17 with two. Depths 4 and 16 did no
- * better than 8, and a second stage that prefetched each child's mark
- * word and block descriptor from half-way through the ring did worse. */
+ * of them before it returns. */
 #define PREFETCH_DEPTH 8
 
 typedef struct {
@@ -723,35 +731,22 @@ static void final_roots_begin(void)
  *
  * No lock is taken: the block descriptors the rescans read are published
  * with release and read with acquire (heap.h), and while a mark runs they
- * only go from unformatted to formatted. (It used to take the gc lock for
- * each batch of 1,024 cards: the game loop's allocating thread then waited
- * for it at TLAB refills, 4 ms of each frame a preclean ran in, frames of
- * 11 ms instead of 5.5; tests/unit/unit_preclean_nolock.c.) Asked to
- * stop, the job finishes the few cards in its prefetch pipe and returns;
- * a block's dirty cards are claimed and pushed together, so none is left
- * claimed but not rescanned.
+ * only go from unformatted to formatted. Asked to stop, the job finishes
+ * the few cards in its prefetch pipe and returns; a block's dirty cards
+ * are claimed and pushed together, so none is left claimed but not
+ * rescanned.
  *
- * But the lock did one thing well: the program waited while the preclean
- * rescanned, and stored less meanwhile, so the passes shrank and the mark
- * ended. Without it the graph benchmark's marks (synchronous majors off)
- * ran twice as long and its heap grew 10% larger. So once the program has
- * used half of the mark's runway (lull_policy_runway_used: the allocation
- * from the mark's start to the allowance), the preclean takes the gc lock
- * again for each THROTTLE_CARDS cards it rescans: from there on a thread
- * that needs the lock (a TLAB refill) waits for a batch, and the mark
- * gets the time the runway has left. The lock is only tried, never
- * waited for (the thread that holds it may be stopping the job). Graph,
- * synchronous majors off, five alternating runs: peak RSS 1,101 MB
- * without the throttle, 1,020 with it, 1,012 with the lock at every batch
- * (and 512-byte cards); the game loop at pause-target 2ms: 2 frames over
- * 16.6 ms either way, 4 with the lock at every batch. The nursery's cards
- * are never looked at: the mark ignores the nursery, and its final pause
- * takes every nursery object as a root.
+ * Throttle: once the program has used THROTTLE_FROM of the mark's runway
+ * (lull_meter_runway_used: the allocation from the mark's start to the
+ * allowance), the preclean takes the gc lock for each THROTTLE_CARDS cards
+ * it rescans, so that a thread that needs the lock (a TLAB refill) waits
+ * for a batch and the mark gets the time the runway has left. The lock is
+ * only tried, never waited for (the thread that holds it may be stopping
+ * the job). The nursery's cards are never looked at: the mark ignores the
+ * nursery, and its final pause takes every nursery object as a root.
  *
- * A pass goes on where it stopped when a pause stopped the job: the game
- * loop's minors come every few ms, and a pass that began again from block
- * 0 after each never reached the end of a 700 MB heap, so its mark never
- * ended (the heap grew to 4 GB with synchronous majors off). */
+ * A pass goes on where it stopped when a pause stopped the job
+ * (pass_block), so that passes end however often minors come. */
 #define PRECLEAN_OFFER  1024u   /* cards rescanned between offers of what they greyed */
 #define PRECLEAN_POLL   256u    /* blocks looked at between looks at the stop flag */
 #define THROTTLE_FROM   0.5     /* share of the runway used from which the preclean throttles */
@@ -818,20 +813,14 @@ static bool preclean_step(lull_tracer *tr)
 }
 
 /* A large object is scanned SLICE_BYTES at a time while the world runs,
- * the stop flag read between slices: one whole scan of the game loop's
- * 8 MB world array held up the pauses that stopped the job by 7-10 ms.
- * scan_slice scans the slice at `from` and then pushes what is left as a
- * resume entry (GREY_RESUME), on top of the objects the slice greyed: a
- * worker stopped between slices has nothing to remember (the entry is on
- * its stack, which goes to `held`). On top, so that the next slice comes
- * next and the whole object is scanned before what it leads to, as a
- * synchronous mark scans it: the graph benchmark's 32 MB array holds its
- * 4 million nodes in address order, and scanned a slice at a time with the
- * entry underneath, its first slice led the drain depth first through the
- * whole random graph, a cache miss per node; a concurrent mark of it took
- * 350 ms where the array's order takes 120 (a synchronous mark with one
- * marker: 92). false: obj is not scanned in slices (a small object, or one
- * of a type with a trace function, which can only be visited whole). */
+ * the stop flag read between slices, so that a pause waits for one slice
+ * at most. scan_slice scans the slice at `from` and then pushes what is
+ * left as a resume entry (GREY_RESUME), on top of the objects the slice
+ * greyed: a worker stopped between slices has nothing to remember (the
+ * entry is on its stack, which goes to `held`), and the whole object is
+ * scanned before what it leads to, in its own order, as a synchronous mark
+ * scans it. false: obj is not scanned in slices (a small object, or one of
+ * a type with a trace function, which can only be visited whole). */
 #define SLICE_BYTES ((uintptr_t)64 << 10)
 static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
 {
@@ -848,9 +837,8 @@ static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
 
 /* The initial pause (world stopped): instead of visiting the slots of
  * young large object obj, push it as a resume entry from its start, for
- * the background markers to scan a slice at a time without marking it
- * (the graph benchmark's first mark began with its 32 MB array of 4
- * million nodes young: a 16-20 ms initial pause, nearly all this visit).
+ * the background markers to scan a slice at a time without marking it,
+ * so that the initial pause does not grow with young large objects.
  * Nothing is lost by the delay: the visit only hastens the mark, as the
  * final pause takes every object still young as a root again, and one a
  * minor makes old meanwhile is marked and scanned like any object
@@ -1044,13 +1032,10 @@ static bool preclean_pass(lull_tracer *tr)
  * storing, and every card it dirties meanwhile is the pause's to rescan.
  * So the leader alone (the helpers have left) goes on with passes,
  * draining what each greys: back to back while they find more than
- * PRECLEAN_ENOUGH cards, else after a nap that doubles from 1 ms up to
- * 64 ms while they find little (an idle program costs a look at the card
- * table every 64 ms). The graph benchmark sets the 16 million edges of
- * its live graph without allocating: every card of the heap dirtied in
- * turn with no slow path to run the final pause, which then rescanned
- * 345,000 cards (44-79 ms); now it rescans what was dirtied since the
- * last pass. The pause stops this as it stops any run of the job (the
+ * PRECLEAN_ENOUGH cards, else after a nap that doubles from
+ * TAIL_NAP_MIN_NS up to TAIL_NAP_MAX_NS while they find little. A program
+ * that stores without allocating thus leaves the final pause only what it
+ * dirtied since the last pass. The pause stops this as it stops any run of the job (the
  * nap is woken by the stop); what a pass greyed and did not blacken goes
  * to `held` for its drain; after a minor the job comes back to this
  * (lull_mark_resume_background). */

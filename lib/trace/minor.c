@@ -85,24 +85,13 @@ static struct {
     bool parallel;                /* this minor's copying runs on several tracers */
 } minor_g = { .promo_lock = PTHREAD_MUTEX_INITIALIZER };
 
-static void *reserve_array(size_t bytes)
-{
-    return lull_os_reserve_rw(lull_align_up(bytes, LULL_PAGE_SIZE));
-}
-
-static void free_array(void *p, size_t bytes)
-{
-    if (p)
-        lull_os_unreserve(p, lull_align_up(bytes, LULL_PAGE_SIZE));
-}
-
 int lull_minor_init(void)
 {
     size_t size = lull_nursery_end - lull_nursery_start;
     minor_g.grey_cap = size / LULL_GRANULE + LULL_LOS_MAX_YOUNG;
     minor_g.pins_cap = (size_t)1 << 20;
-    minor_g.grey = reserve_array(minor_g.grey_cap * sizeof *minor_g.grey);
-    minor_g.pins = reserve_array(minor_g.pins_cap * sizeof *minor_g.pins);
+    minor_g.grey = lull_os_table(minor_g.grey_cap * sizeof *minor_g.grey);
+    minor_g.pins = lull_os_table(minor_g.pins_cap * sizeof *minor_g.pins);
     int cement = lull_cement_init();
     int work = lull_card_work_init(&minor_g.work);
     memset(minor_g.mt, 0, sizeof minor_g.mt);
@@ -115,8 +104,8 @@ int lull_minor_init(void)
 
 void lull_minor_fini(void)
 {
-    free_array(minor_g.grey, minor_g.grey_cap * sizeof *minor_g.grey);
-    free_array(minor_g.pins, minor_g.pins_cap * sizeof *minor_g.pins);
+    lull_os_free_table(minor_g.grey, minor_g.grey_cap * sizeof *minor_g.grey);
+    lull_os_free_table(minor_g.pins, minor_g.pins_cap * sizeof *minor_g.pins);
     minor_g.grey = minor_g.pins = NULL;
     lull_cement_fini();
     lull_card_work_fini(&minor_g.work);
