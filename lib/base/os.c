@@ -113,3 +113,14 @@ void lull_os_free(void *p, size_t size)
     if (p)
         munmap(p, size);
 }
+
+void *lull_os_table(size_t bytes)
+{
+    return lull_os_reserve_rw(lull_align_up(bytes, LULL_PAGE_SIZE));
+}
+
+void lull_os_free_table(void *p, size_t bytes)
+{
+    if (p)
+        lull_os_unreserve(p, lull_align_up(bytes, LULL_PAGE_SIZE));
+}

@@ -16,6 +16,11 @@ void *lull_os_reserve(size_t size, size_t align);
  * (MAP_NORESERVE): side tables sized for the whole range. NULL on failure. */
 void *lull_os_reserve_rw(size_t size);
 void  lull_os_unreserve(void *p, size_t size);
+/* A side table of `bytes` (rounded up to pages): reserved read-write,
+ * committed by the kernel as it is touched, not subject to fail-mmap;
+ * NULL on failure. lull_os_free_table(NULL, ...) does nothing. */
+void *lull_os_table(size_t bytes);
+void  lull_os_free_table(void *p, size_t bytes);
 /* Make reserved pages usable. false on failure (or injected failure). */
 bool  lull_os_commit(void *p, size_t size);
 /* Give pages back to the OS; they stay usable and read as zero. */

@@ -75,6 +75,53 @@ void lull_futex_wake(_Atomic unsigned *word, int n);
 
 static inline size_t lull_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
+/* LULL_DEFINE_HEAPSORT(name, T, KEY): static void name(T *a, size_t n), an
+ * in-place heapsort ascending by KEY(element). For pauses: qsort may call
+ * malloc, and a stopped thread may hold malloc's lock. */
+#define LULL_DEFINE_HEAPSORT(name, T, KEY)                                       \
+    static void name##_down(T *a, size_t i, size_t n)                            \
+    {                                                                            \
+        for (;;) {                                                               \
+            size_t c = 2 * i + 1;                                                \
+            if (c >= n)                                                          \
+                return;                                                          \
+            if (c + 1 < n && KEY(a[c + 1]) > KEY(a[c]))                          \
+                c++;                                                             \
+            if (KEY(a[c]) <= KEY(a[i]))                                          \
+                return;                                                          \
+            T tmp = a[i];                                                        \
+            a[i] = a[c];                                                         \
+            a[c] = tmp;                                                          \
+            i = c;                                                               \
+        }                                                                        \
+    }                                                                            \
+    static void name(T *a, size_t n)                                             \
+    {                                                                            \
+        for (size_t i = n / 2; i-- > 0;)                                         \
+            name##_down(a, i, n);                                                \
+        for (size_t end = n; end-- > 1;) {                                       \
+            T tmp = a[0];                                                        \
+            a[0] = a[end];                                                       \
+            a[end] = tmp;                                                        \
+            name##_down(a, 0, end);                                              \
+        }                                                                        \
+    }
+
+/* Chunked claiming of the items [0, n) by several threads through *next
+ * (start at 0): true with the next claim [*lo, *hi), at most `chunk`
+ * items; false once none is left. */
+#include <stdatomic.h>
+#include <stdbool.h>
+static inline bool lull_claim(atomic_size_t *next, size_t n, size_t chunk, size_t *lo, size_t *hi)
+{
+    size_t i = atomic_fetch_add_explicit(next, chunk, memory_order_relaxed);
+    if (i >= n)
+        return false;
+    *lo = i;
+    *hi = n - i > chunk ? i + chunk : n;
+    return true;
+}
+
 /* The calling thread's registers, for a conservative scan of its own stack
  * at a function boundary. Only the callee-saved registers (rbx, rbp,
  * r12-r15) can hold a live pointer of the callers there; the others, and

@@ -8,6 +8,7 @@
 
 #include "base/config.h"
 #include "base/gclock.h"
+#include "trace/minor.h"   /* the minor collection the pauses run */
 
 /* A full stop-the-world collection (gc lock held). */
 /* What lull_collect_locked runs: LULL_GEN_NURSERY (a minor), LULL_GEN_MAJOR

@@ -15,6 +15,7 @@
 #include "space/heap.h"
 #include "space/nursery.h"
 #include "trace/mark.h"
+#include "trace/minor.h"
 #include "base/os.h"
 #include "trace/roots.h"
 #include "gc/stats.h"
@@ -129,6 +130,8 @@ int lull_init(const char *params)
     /* The nursery is committed once, here, before fail-mmap (which is for
      * the heap's growth) takes effect. */
     r = lull_nursery_init(nursery_range, cfg.nursery_size);
+    if (!r && (r = lull_minor_init()) != 0)
+        lull_nursery_fini();
     if (r) {
         lull_stw_uninstall();
         lull_space_fini();
@@ -187,6 +190,7 @@ void lull_shutdown(void)
     lull_handles_fini();
     lull_mark_fini();
     lull_major_fini();
+    lull_minor_fini();
     lull_nursery_fini();
     lull_space_fini();
     lull_os_set_fail_every(0);

@@ -6,6 +6,7 @@
 #include "gc/collect.h"
 #include "space/heap.h"
 #include "trace/mark.h"
+#include "trace/minor.h"
 #include "space/nursery.h"
 #include "gc/threads.h"
 #include "base/util.h"
@@ -165,6 +166,7 @@ void lull_policy_init(void)
     __atomic_store_n(&policy_g.majors_idle, 0, __ATOMIC_RELAXED);
     /* auto starts without aging, to measure what minors promote so. */
     policy_g.aging_on = false;
+    lull_minor_set_aging(lull_policy_aging());
     policy_g.surv_on = policy_g.surv_off = 0;
     policy_g.surv_on_known = policy_g.surv_off_known = false;
     policy_g.aging_phase = 0;
@@ -597,6 +599,7 @@ bool lull_policy_aging(void)
 static void aging_switch(bool on, unsigned left)
 {
     policy_g.aging_on = on;
+    lull_minor_set_aging(lull_policy_aging());
     policy_g.aging_phase = 0;
     policy_g.aging_left = left;
 }

@@ -169,6 +169,13 @@ static inline lull_block *lull_block_of(uintptr_t a)
  * evacuated until the final pause; other blocks go between the states
  * that hold none (FREE, EMPTY, RELEASING) or are formatted (SMALL, a
  * large object's run), so a state read once stays true for the rescan. */
+/* The head block of the large object whose run holds block bi, whose
+ * state (read by the caller) is LARGE_HEAD or LARGE_TAIL. */
+static inline uint32_t lull_large_head(uint32_t bi, unsigned state)
+{
+    return state == LULL_BLOCK_LARGE_HEAD ? bi : lull_heap_g.blocks[bi].run_head;
+}
+
 static inline void lull_block_set_state(lull_block *b, enum lull_block_state s)
 {
     __atomic_store_n(&b->state, (uint8_t)s, __ATOMIC_RELEASE);
@@ -193,6 +200,24 @@ static inline void lull_card_set_young(uint8_t *card)
 {
     if (__atomic_load_n(card, __ATOMIC_RELAXED) == LULL_CARD_CLEAN)
         __atomic_store_n(card, LULL_CARD_DIRTY, __ATOMIC_RELAXED);
+}
+
+#define LULL_CARDS_PER_BLOCK (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
+/* Whether every card of a block is clean, in either table: `cards` is the
+ * block's first card. No early exit: with the world stopped (racing
+ * false) the compiler makes it a few vector ORs; a reader racing with the
+ * barrier's stores (the preclean) reads with relaxed atomics. */
+static inline bool lull_cards_clean(const uint8_t *cards, bool racing)
+{
+    const uint64_t *w = (const uint64_t *)cards;
+    uint64_t any = 0;
+    if (racing)
+        for (size_t k = 0; k < LULL_CARDS_PER_BLOCK / 8; k++)
+            any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
+    else
+        for (size_t k = 0; k < LULL_CARDS_PER_BLOCK / 8; k++)
+            any |= w[k];
+    return any == 0;
 }
 
 /* ---- the concurrent mark (mark.c) ---- */
@@ -305,8 +330,9 @@ static inline uintptr_t lull_find_object(uintptr_t a, bool interior)
     case LULL_BLOCK_LARGE_TAIL:
         if (!interior)
             return 0;
-        base = lull_block_addr(b->run_head);
-        b = &lull_heap_g.blocks[b->run_head];
+        idx = lull_large_head(idx, LULL_BLOCK_LARGE_TAIL);
+        base = lull_block_addr(idx);
+        b = &lull_heap_g.blocks[idx];
         /* fall through */
     case LULL_BLOCK_LARGE_HEAD:
         if (!interior && a != base)
@@ -500,15 +526,10 @@ static inline uintptr_t lull_young_large_at(uintptr_t v)
 {
     if (v - lull_los_young_lo >= lull_los_young_hi - lull_los_young_lo)
         return 0;
-    const lull_block *b = lull_block_of(v);
-    unsigned state = lull_block_state_acquire(b);
-    uint32_t head;
-    if (state == LULL_BLOCK_LARGE_HEAD)
-        head = lull_block_index(v);
-    else if (state == LULL_BLOCK_LARGE_TAIL)
-        head = b->run_head;
-    else
+    unsigned state = lull_block_state_acquire(lull_block_of(v));
+    if (state != LULL_BLOCK_LARGE_HEAD && state != LULL_BLOCK_LARGE_TAIL)
         return 0;
+    uint32_t head = lull_large_head(lull_block_index(v), state);
     const lull_block *h = &lull_heap_g.blocks[head];
     uintptr_t obj = lull_block_addr(head);
     if (!__atomic_load_n(&h->young, __ATOMIC_RELAXED) || v - obj >= h->large_size)
@@ -531,8 +552,10 @@ bool lull_los_stays_young(uintptr_t obj, bool may_age);
  * not reached (nor marked by a running concurrent mark) are freed (made
  * old while a mark runs); the
  * others stay young if `may_age` and they may (above), else become old.
- * Returns the bytes freed. */
-uint64_t lull_los_end_minor(bool may_age);
+ * Returns the bytes freed. drop_slots(obj) clears every reference slot of
+ * an unreached one that a mark may hold marked (the minor's tracer walks
+ * slots, the space does not). */
+uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj));
 /* Bytes of the large objects allocated young since the last minor (gc
  * lock held): the policy runs a minor when they fill a nursery's worth,
  * as it does when the nursery fills (a concurrent major's final pause

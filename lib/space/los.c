@@ -1,20 +1,23 @@
 /* los.c — the large-object space: objects bigger than the largest size
- * class get a run of whole blocks of their own. They never move. A dead
- * large object's run goes back to the block space, which returns its pages
- * to the OS at once (the program's RSS falls); pages past the object's end
- * in its last block are never touched, so they cost no memory either.
+ * class get a run of whole blocks of their own, and the list of the young
+ * ones (heap.h). They never move. A dead large object's run goes back to
+ * the block space, which returns its pages to the OS at once; pages past
+ * the object's end in its last block are never touched.
  *
- * The head block's descriptor holds the object's size; tail blocks point to
- * the head, so an interior pointer anywhere in the run finds the object. */
+ * Callers: allocation (gc lock held), the major's sweep and the end of a
+ * minor (world stopped); lull_young_large_at and the barrier read the
+ * young range without the lock.
+ *
+ * Invariants: the head block's descriptor holds the object's size and
+ * each tail block points to the head (lull_large_head), so an interior
+ * pointer anywhere in the run finds the object; every young large object
+ * lies in [lull_los_young_lo, lull_los_young_hi). */
 #include "base/config.h"
-#include "space/meter.h"
 #include "base/gclock.h"
-#include "gc/policy.h"
-#include "space/heap.h"
-#include "trace/mark.h"
-#include "space/nursery.h"
-#include "trace/trace.h"
 #include "base/util.h"
+#include "space/heap.h"
+#include "space/meter.h"
+#include "space/nursery.h"
 
 /* The young large objects (heap.h), linked through their head
  * descriptors' `next`: written under the gc lock (allocation, and the
@@ -45,12 +48,18 @@ static void publish_young(void)
     __atomic_store_n(&lull__barrier.large_end, lull_los_young_hi, __ATOMIC_RELAXED);
 }
 
-void lull_los_init(void)
+/* No young large object (the range is empty; not yet published). */
+static void young_clear(void)
 {
     los_g.young_head = LULL_NO_BLOCK;
     los_g.nyoung = 0;
     los_g.young_new_bytes = 0;
     lull_los_young_lo = lull_los_young_hi = 0;
+}
+
+void lull_los_init(void)
+{
+    young_clear();
     publish_young();
 }
 
@@ -138,12 +147,6 @@ size_t lull_los_young_list(uintptr_t *out, size_t cap)
     return n;
 }
 
-static void drop_ref(void **slot, void *ctx)
-{
-    (void)ctx;
-    __atomic_store_n(slot, NULL, __ATOMIC_RELAXED);
-}
-
 bool lull_los_stays_young(uintptr_t obj, bool may_age)
 {
     const lull_block *b = lull_block_of(obj);
@@ -152,15 +155,12 @@ bool lull_los_stays_young(uintptr_t obj, bool may_age)
            !lull_is_marked(obj);
 }
 
-uint64_t lull_los_end_minor(bool may_age)
+uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj))
 {
     uint64_t freed = 0;
     uint32_t i = los_g.young_head;
     bool marking = lull_marking();
-    los_g.young_head = LULL_NO_BLOCK;
-    los_g.nyoung = 0;
-    los_g.young_new_bytes = 0;
-    lull_los_young_lo = lull_los_young_hi = 0;
+    young_clear();
     while (i != LULL_NO_BLOCK) {
         lull_block *b = &lull_heap_g.blocks[i];
         uint32_t next = b->next, y = __atomic_load_n(&b->young, __ATOMIC_RELAXED);
@@ -171,8 +171,8 @@ uint64_t lull_los_end_minor(bool may_age)
         } else {
             __atomic_store_n(&b->young, 0, __ATOMIC_RELAXED);
             /* Old from here on: marked while a mark runs (allocate black,
-             * mark.h), and handed to the markers to scan as this minor
-             * scanned only its dirty cards (nursery.c: scan_young_large). */
+             * mark.h), and handed to the markers to scan, as the minor
+             * scanned only its dirty cards (trace/minor.c). */
             if (reached)
                 lull_mark_allocated(obj);
             /* Kept unreached (a mark runs, or marked it): it is garbage
@@ -180,12 +180,10 @@ uint64_t lull_los_end_minor(bool may_age)
              * mark may hold it marked. This minor did not forward its
              * slots, so those into the nursery would dangle, and those to
              * young large objects this minor frees or makes old unmarked
-             * would dangle after the final pause's sweep (check-mod-union
-             * caught one: a conservatively marked young array, made old
-             * here, held a large object that died with it). Every slot
-             * becomes NULL. */
+             * would dangle after the final pause's sweep. Every slot
+             * becomes NULL (drop_slots). */
             if (!reached && (marking || lull_is_marked(obj)))
-                lull_trace_slots(obj, drop_ref, NULL);
+                drop_slots(obj);
             /* While a concurrent mark runs, a dead one becomes old and
              * unmarked instead, freed by the final pause's sweep: the
              * background mark reads the descriptors of blocks with union

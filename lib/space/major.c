@@ -35,7 +35,6 @@
 #include "base/config.h"
 #include "space/meter.h"
 #include "base/gclock.h"
-#include "gc/policy.h"
 #include "space/heap.h"
 #include "base/os.h"
 #include "base/probes.h"

@@ -1,5 +1,19 @@
-/* mark.c — marking with the tracer: grey, blacken, share, terminate
- * (mark.h describes the design). */
+/* mark.c — the major's mark (mark.h): greying and blackening with the
+ * tracer, work sharing between markers and termination, evacuation, the
+ * concurrent mark's background job (its drains, the preclean of the union
+ * cards through trace/cards.h, slices of large objects) and its final
+ * pause's roots, and the verify-parallel/-concurrent shadows.
+ *
+ * Callers: gc/collect.c's pauses (world stopped, gc lock held); the
+ * minor (trace/minor.c) for what it greys while a mark runs; the
+ * background job on the worker threads (world running; what it touches is
+ * said at mark_g and at background_job).
+ *
+ * Invariants: outside a collection every mark bit is clear; while a
+ * concurrent mark runs the nursery and the young large objects are not
+ * marked through (they are roots of the final pause), every object that
+ * enters the major heap is allocated black, and every store marks its
+ * union card. */
 #include "trace/mark.h"
 #include "space/meter.h"
 
@@ -11,15 +25,14 @@
 
 #include "base/config.h"
 #include "base/gclock.h"
-#include "base/config.h"
-#include "space/heap.h"
-#include "space/nursery.h"
 #include "base/os.h"
-#include "gc/policy.h"
-#include "trace/roots.h"
 #include "base/probes.h"
 #include "base/timeline.h"
 #include "base/util.h"
+#include "space/heap.h"
+#include "space/nursery.h"
+#include "trace/cards.h"
+#include "trace/roots.h"
 #include "trace/workers.h"
 
 /* The state of the current mark, shared by its markers. Written by the
@@ -55,7 +68,7 @@ static struct {
     uint64_t final_cards;       /* union cards the last final pause rescanned */
     uint64_t final_nursery_objects;   /* ... and nursery and young large objects it visited */
     bool final_in_drain;        /* the final pause: each marker takes part in its root work */
-    atomic_uint next_block;     /* ... its dirty cards, claimed in chunks through this */
+    atomic_size_t next_block;   /* ... its dirty cards, claimed in chunks through this */
     atomic_size_t cards_found;  /* ... and counted here */
     atomic_size_t next_range;   /* ... the nursery's logged ranges, claimed through this */
     atomic_size_t nursery_objects;       /* ... and the objects in them */
@@ -269,8 +282,7 @@ static uintptr_t evacuate(lull_tracer *tr, uintptr_t v, const lull_block *b)
         size_t size = lull_object_size(v, lull_header_type(h));
         /* Word by word, each read atomic: a marker that claimed v in place
          * meanwhile (no slot for it: PINNED, below) may already scan it and
-         * update its slots, and this copy is then given back (ThreadSanitizer
-         * saw that race in stress_exhaustion_w4 with memcpy). The last word
+         * update its slots, and this copy is then given back. The last word
          * may run past the object, never past its slot. */
         const uintptr_t *from = (const uintptr_t *)v;
         uintptr_t *to = (uintptr_t *)c;
@@ -436,8 +448,7 @@ void lull_mark_conservative(uintptr_t lo, uintptr_t hi, void *ctx)
 
 static inline uintptr_t resume_object(uintptr_t place)
 {
-    const lull_block *b = lull_block_of(place);
-    return lull_block_addr(b->state == LULL_BLOCK_LARGE_HEAD ? lull_block_index(place) : b->run_head);
+    return lull_block_addr(lull_large_head(lull_block_index(place), lull_block_of(place)->state));
 }
 
 /* The rest of a large object, from a resume entry. Only objects described
@@ -452,17 +463,12 @@ static void scan_rest(lull_tracer *tr, uintptr_t entry)
 }
 
 /* Prefetching. Scanning a grey object begins with a cache miss on its
- * header (the graph benchmark's nodes are scattered over the whole heap),
- * so a drain pops PREFETCH_DEPTH objects ahead of the one it scans and
- * asks for each one's first line as it pops it: the misses of the ring
+ * header, so a drain pops PREFETCH_DEPTH objects ahead of the one it scans
+ * and asks for each one's first line as it pops it: the misses of the ring
  * overlap instead of following one another (the FIFO of Cher, Hosking and
  * Nguyen, "Effective prefetch for mark-sweep garbage collection", 2004).
  * Entries in the ring are still grey: every drain scans or pushes back all
- * of them before it returns. Measured on the graph benchmark's
- * synchronous majors (major=stw): 134 ns per object scanned with one
- * marker before, 24 after; 70 and 17 with two. Depths 4 and 16 did no
- * better than 8, and a second stage that prefetched each child's mark
- * word and block descriptor from half-way through the ring did worse. */
+ * of them before it returns. */
 #define PREFETCH_DEPTH 8
 
 typedef struct {
@@ -617,7 +623,6 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
 /* The concurrent mark                                                      */
 /* ------------------------------------------------------------------------ */
 
-#define CARDS_PER_BLOCK   (LULL_BLOCK_SIZE >> LULL_CARD_SHIFT)
 #define POLL_EVERY        64u    /* objects the job scans between looks at its stop flag */
 
 /* Workers are parked in bg_wait and grey sections wait in the shared pool:
@@ -630,85 +635,28 @@ static inline void offer_work(void)
         lull_workers_background_kick();
 }
 
-/* The marked objects of SMALL block bi (size class cls) that overlap
- * [lo, hi): rescanned whole. Unmarked ones are left alone: a white object
- * is scanned whole once it is reached, and a free slot may be being
- * allocated right now. (A marked object was reached through a reference
- * loaded with acquire by the worker that marked it, whose fetch-or
- * releases (lull_mark_set), or was marked in a pause, or allocated black
- * by a releasing fetch-or: read with acquire here, the bit makes its
- * header and body visible.) */
-static void rescan_small(lull_tracer *tr, uint32_t bi, unsigned cls, uintptr_t lo, uintptr_t hi)
+/* The mark's card scanner (trace/cards.h): a marked object on a dirty
+ * union card is rescanned whole (a small one) or for the card's part of it
+ * (a large one whose slots can be asked for by range; else whole).
+ * Unmarked objects are left alone: a white object is scanned whole once
+ * it is reached, and a free slot may be being allocated right now. */
+static void rescan_small(uintptr_t obj, void *ctx)
 {
-    uint32_t s0, s1, sz = lull_class_size[cls];
-    uintptr_t base = lull_block_addr(bi);
-    if (!lull_block_slots_in(bi, cls, lo, hi, &s0, &s1))
-        return;
-    for (uint32_t s = s0; s <= s1; s++) {
-        uintptr_t obj = base + (uintptr_t)s * sz;
-        if (lull_is_marked_acquire(obj) && __atomic_load_n((uintptr_t *)obj, __ATOMIC_ACQUIRE))
-            scan_object(tr, obj);
-    }
+    scan_object(ctx, obj);
 }
 
-/* Rescan the marked objects of block bi that overlap its card c. The
- * preclean calls this while the program allocates: the state is read with
- * acquire, and the fields it gives meaning to after it (heap.h). */
-static void rescan_card(lull_tracer *tr, uint32_t bi, size_t c)
+static void rescan_large(uintptr_t obj, uintptr_t lo, uintptr_t hi, void *ctx)
 {
-    const lull_block *b = &lull_heap_g.blocks[bi];
-    uintptr_t lo = lull_block_addr(bi) + (c << LULL_CARD_SHIFT), hi = lo + ((uintptr_t)1 << LULL_CARD_SHIFT);
-    unsigned state = lull_block_state_acquire(b);
-    if (state == LULL_BLOCK_SMALL) {
-        if (b->has_refs)
-            rescan_small(tr, bi, b->size_class, lo, hi);
-    } else if (state == LULL_BLOCK_LARGE_HEAD || state == LULL_BLOCK_LARGE_TAIL) {
-        uintptr_t obj = lull_block_addr(state == LULL_BLOCK_LARGE_HEAD ? bi : b->run_head);
-        if (lull_is_marked_acquire(obj) && !lull_trace_slots_in(obj, lo, hi, visit, tr))
-            lull_trace_slots(obj, visit, tr);
-    }
+    if (!lull_trace_slots_in(obj, lo, hi, visit, ctx))
+        lull_trace_slots(obj, visit, ctx);
 }
 
-/* Cards to rescan, each prefetched CARD_PIPE cards before it is scanned
- * (the cards lie on objects scattered over the heap; see nursery.c,
- * scan_cards). */
-#define CARD_PIPE 16u
-typedef struct {
-    uint32_t bi[CARD_PIPE];
-    uint16_t c[CARD_PIPE];
-    unsigned head, n;
-} card_pipe;
-
-static void pipe_push(lull_tracer *tr, card_pipe *p, uint32_t bi, size_t c)
-{
-    const lull_block *b = &lull_heap_g.blocks[bi];
-    lull_prefetch_card(lull_block_addr(bi), c,
-                       lull_block_state_acquire(b) == LULL_BLOCK_SMALL ? lull_class_size[b->size_class] : 0);
-    if (p->n == CARD_PIPE) {
-        rescan_card(tr, p->bi[p->head], p->c[p->head]);
-        p->head = (p->head + 1) % CARD_PIPE;
-        p->n--;
-    }
-    unsigned t = (p->head + p->n) % CARD_PIPE;
-    p->bi[t] = bi;
-    p->c[t] = (uint16_t)c;
-    p->n++;
-}
-
-static void pipe_flush(lull_tracer *tr, card_pipe *p)
-{
-    for (; p->n; p->n--, p->head = (p->head + 1) % CARD_PIPE)
-        rescan_card(tr, p->bi[p->head], p->c[p->head]);
-}
-
-static bool block_has_bytes(const uint8_t *cards)
-{
-    const uint64_t *w = (const uint64_t *)cards;
-    uint64_t any = 0;
-    for (size_t k = 0; k < CARDS_PER_BLOCK / 8; k++)
-        any |= __atomic_load_n(&w[k], __ATOMIC_RELAXED);
-    return any != 0;
-}
+static const lull_card_scanner final_scanner = {
+    .kind = LULL_CARDS_FINAL, .small = rescan_small, .large = rescan_large,
+};
+static const lull_card_scanner preclean_scanner = {
+    .kind = LULL_CARDS_PRECLEAN, .small = rescan_small, .large = rescan_large,
+};
 
 /* The final pause's cards, on every marker (mark_job) or on the stopper
  * alone, claimed FINAL_CHUNK blocks at a time: each card dirty in the union
@@ -717,31 +665,20 @@ static bool block_has_bytes(const uint8_t *cards)
 static void final_cards_part(lull_tracer *tr)
 {
     uint8_t *u = lull_heap_g.union_cards;
-    uint32_t frontier = lull_frontier();
-    size_t found = 0;
-    card_pipe p = { .n = 0 };
-    for (;;) {
-        uint32_t b0 = atomic_fetch_add_explicit(&mark_g.next_block, FINAL_CHUNK, memory_order_relaxed);
-        if (b0 >= frontier)
-            break;
-        uint32_t b1 = b0 + FINAL_CHUNK < frontier ? b0 + FINAL_CHUNK : frontier;
-        for (uint32_t bi = b0; bi < b1; bi++) {
-            uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
-            if (!block_has_bytes(uc))
+    size_t found = 0, b0, b1, frontier = lull_frontier();
+    lull_card_pipe p = { .n = 0 };
+    while (lull_claim(&mark_g.next_block, frontier, FINAL_CHUNK, &b0, &b1)) {
+        for (uint32_t bi = (uint32_t)b0; bi < b1; bi++) {
+            uint8_t *uc = u + (size_t)bi * LULL_CARDS_PER_BLOCK;
+            if (lull_cards_clean(uc, false))
                 continue;
-            bool nursery = lull_in_nursery(lull_block_addr(bi));
-            for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-                if (!uc[c])
-                    continue;
-                uc[c] = 0;
-                if (nursery)
-                    continue;   /* the nursery's objects are roots here (final_young_part) */
-                found++;
-                pipe_push(tr, &p, bi, c);
-            }
+            if (lull_in_nursery(lull_block_addr(bi)))
+                memset(uc, LULL_CARD_CLEAN, LULL_CARDS_PER_BLOCK);  /* its objects are roots here (final_young_part) */
+            else
+                found += lull_cards_take_block(&p, &final_scanner, tr, NULL, uc, bi);
         }
     }
-    pipe_flush(tr, &p);
+    lull_card_pipe_flush(&p, &final_scanner, tr, NULL);
     atomic_fetch_add_explicit(&mark_g.cards_found, found, memory_order_relaxed);
 }
 
@@ -753,10 +690,16 @@ static bool defer_young_large(lull_tracer *tr, uintptr_t obj);
  * visited; then the dirty cards. The initial pause visits the same roots
  * (`initial`), but there they only hasten the mark, so a young large
  * object worth slicing is left to the background markers (below). */
+/* A nursery object, a root of the final pause: its slots are visited. */
+static void scan_young_root(uintptr_t obj, void *ctx)
+{
+    lull_trace_slots(obj, visit, ctx);
+}
+
 static void final_young_part(lull_tracer *tr, bool initial)
 {
     uint64_t bytes = 0;
-    size_t objects = lull_nursery_scan_part(&mark_g.next_range, visit, tr, &bytes);
+    size_t objects = lull_nursery_each_object_part(&mark_g.next_range, scan_young_root, tr, &bytes);
     for (;;) {
         size_t i = atomic_fetch_add_explicit(&mark_g.next_young, 1, memory_order_relaxed);
         if (i >= mark_g.nyoung)
@@ -800,35 +743,22 @@ static void final_roots_begin(void)
  *
  * No lock is taken: the block descriptors the rescans read are published
  * with release and read with acquire (heap.h), and while a mark runs they
- * only go from unformatted to formatted. (It used to take the gc lock for
- * each batch of 1,024 cards: the game loop's allocating thread then waited
- * for it at TLAB refills, 4 ms of each frame a preclean ran in, frames of
- * 11 ms instead of 5.5; tests/unit/unit_preclean_nolock.c.) Asked to
- * stop, the job finishes the few cards in its prefetch pipe and returns;
- * a block's dirty cards are claimed and pushed together, so none is left
- * claimed but not rescanned.
+ * only go from unformatted to formatted. Asked to stop, the job finishes
+ * the few cards in its prefetch pipe and returns; a block's dirty cards
+ * are claimed and pushed together, so none is left claimed but not
+ * rescanned.
  *
- * But the lock did one thing well: the program waited while the preclean
- * rescanned, and stored less meanwhile, so the passes shrank and the mark
- * ended. Without it the graph benchmark's marks (synchronous majors off)
- * ran twice as long and its heap grew 10% larger. So once the program has
- * used half of the mark's runway (lull_policy_runway_used: the allocation
- * from the mark's start to the allowance), the preclean takes the gc lock
- * again for each THROTTLE_CARDS cards it rescans: from there on a thread
- * that needs the lock (a TLAB refill) waits for a batch, and the mark
- * gets the time the runway has left. The lock is only tried, never
- * waited for (the thread that holds it may be stopping the job). Graph,
- * synchronous majors off, five alternating runs: peak RSS 1,101 MB
- * without the throttle, 1,020 with it, 1,012 with the lock at every batch
- * (and 512-byte cards); the game loop at pause-target 2ms: 2 frames over
- * 16.6 ms either way, 4 with the lock at every batch. The nursery's cards
- * are never looked at: the mark ignores the nursery, and its final pause
- * takes every nursery object as a root.
+ * Throttle: once the program has used THROTTLE_FROM of the mark's runway
+ * (lull_meter_runway_used: the allocation from the mark's start to the
+ * allowance), the preclean takes the gc lock for each THROTTLE_CARDS cards
+ * it rescans, so that a thread that needs the lock (a TLAB refill) waits
+ * for a batch and the mark gets the time the runway has left. The lock is
+ * only tried, never waited for (the thread that holds it may be stopping
+ * the job). The nursery's cards are never looked at: the mark ignores the
+ * nursery, and its final pause takes every nursery object as a root.
  *
- * A pass goes on where it stopped when a pause stopped the job: the game
- * loop's minors come every few ms, and a pass that began again from block
- * 0 after each never reached the end of a 700 MB heap, so its mark never
- * ended (the heap grew to 4 GB with synchronous majors off). */
+ * A pass goes on where it stopped when a pause stopped the job
+ * (pass_block), so that passes end however often minors come. */
 #define PRECLEAN_OFFER  1024u   /* cards rescanned between offers of what they greyed */
 #define PRECLEAN_POLL   256u    /* blocks looked at between looks at the stop flag */
 #define THROTTLE_FROM   0.5     /* share of the runway used from which the preclean throttles */
@@ -847,7 +777,7 @@ static bool preclean_step(lull_tracer *tr)
     uint32_t nursery_lo = lull_block_index(lull_nursery_start), nursery_hi = lull_block_index(lull_nursery_end);
     uint32_t frontier = lull_frontier(), bi = mark_g.pass_block, polled = 0, dirty_blocks = 0;
     size_t since_offer = 0, held_cards = 0;
-    card_pipe p = { .n = 0 };
+    lull_card_pipe p = { .n = 0 };
     bool stopped = false, held = false;
     for (; bi < frontier; bi++) {
         if (++polled % PRECLEAN_POLL == 0 && lull_workers_background_stopping()) {
@@ -856,11 +786,11 @@ static bool preclean_step(lull_tracer *tr)
         }
         if (bi >= nursery_lo && bi < nursery_hi)
             continue;
-        uint8_t *uc = u + (size_t)bi * CARDS_PER_BLOCK;
-        if (!block_has_bytes(uc))
+        uint8_t *uc = u + (size_t)bi * LULL_CARDS_PER_BLOCK;
+        if (lull_cards_clean(uc, true))
             continue;
         if (!held && dirty_blocks++ % THROTTLE_EVERY == 0 && lull_meter_runway_used() >= THROTTLE_FROM) {
-            pipe_flush(tr, &p);     /* what was claimed before the lock is rescanned before it */
+            lull_card_pipe_flush(&p, &preclean_scanner, tr, NULL);   /* what was claimed before the lock is rescanned before it */
             if (!throttle_lock()) {
                 stopped = true;
                 break;
@@ -868,18 +798,11 @@ static bool preclean_step(lull_tracer *tr)
             held = true;
             held_cards = 0;
         }
-        size_t n = 0;
-        for (size_t c = 0; c < CARDS_PER_BLOCK; c++) {
-            if (__atomic_load_n(&uc[c], __ATOMIC_RELAXED) &&
-                __atomic_exchange_n(&uc[c], LULL_CARD_CLEAN, __ATOMIC_SEQ_CST)) {
-                pipe_push(tr, &p, bi, c);
-                n++;
-            }
-        }
+        size_t n = lull_cards_take_block(&p, &preclean_scanner, tr, NULL, uc, bi);
         mark_g.pass_found += n;
         since_offer += n;
         if (held && (held_cards += n) >= THROTTLE_CARDS) {
-            pipe_flush(tr, &p);
+            lull_card_pipe_flush(&p, &preclean_scanner, tr, NULL);
             lull_gc_unlock();
             held = false;
         }
@@ -893,7 +816,7 @@ static bool preclean_step(lull_tracer *tr)
             break;
         }
     }
-    pipe_flush(tr, &p);
+    lull_card_pipe_flush(&p, &preclean_scanner, tr, NULL);
     if (held)
         lull_gc_unlock();
     offer_work();
@@ -902,20 +825,14 @@ static bool preclean_step(lull_tracer *tr)
 }
 
 /* A large object is scanned SLICE_BYTES at a time while the world runs,
- * the stop flag read between slices: one whole scan of the game loop's
- * 8 MB world array held up the pauses that stopped the job by 7-10 ms.
- * scan_slice scans the slice at `from` and then pushes what is left as a
- * resume entry (GREY_RESUME), on top of the objects the slice greyed: a
- * worker stopped between slices has nothing to remember (the entry is on
- * its stack, which goes to `held`). On top, so that the next slice comes
- * next and the whole object is scanned before what it leads to, as a
- * synchronous mark scans it: the graph benchmark's 32 MB array holds its
- * 4 million nodes in address order, and scanned a slice at a time with the
- * entry underneath, its first slice led the drain depth first through the
- * whole random graph, a cache miss per node; a concurrent mark of it took
- * 350 ms where the array's order takes 120 (a synchronous mark with one
- * marker: 92). false: obj is not scanned in slices (a small object, or one
- * of a type with a trace function, which can only be visited whole). */
+ * the stop flag read between slices, so that a pause waits for one slice
+ * at most. scan_slice scans the slice at `from` and then pushes what is
+ * left as a resume entry (GREY_RESUME), on top of the objects the slice
+ * greyed: a worker stopped between slices has nothing to remember (the
+ * entry is on its stack, which goes to `held`), and the whole object is
+ * scanned before what it leads to, in its own order, as a synchronous mark
+ * scans it. false: obj is not scanned in slices (a small object, or one of
+ * a type with a trace function, which can only be visited whole). */
 #define SLICE_BYTES ((uintptr_t)64 << 10)
 static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
 {
@@ -932,9 +849,8 @@ static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
 
 /* The initial pause (world stopped): instead of visiting the slots of
  * young large object obj, push it as a resume entry from its start, for
- * the background markers to scan a slice at a time without marking it
- * (the graph benchmark's first mark began with its 32 MB array of 4
- * million nodes young: a 16-20 ms initial pause, nearly all this visit).
+ * the background markers to scan a slice at a time without marking it,
+ * so that the initial pause does not grow with young large objects.
  * Nothing is lost by the delay: the visit only hastens the mark, as the
  * final pause takes every object still young as a root again, and one a
  * minor makes old meanwhile is marked and scanned like any object
@@ -1191,13 +1107,10 @@ static bool preclean_pass(lull_tracer *tr)
  * storing, and every card it dirties meanwhile is the pause's to rescan.
  * So the leader alone (the helpers have left) goes on with passes,
  * draining what each greys: back to back while they find more than
- * PRECLEAN_ENOUGH cards, else after a nap that doubles from 1 ms up to
- * 64 ms while they find little (an idle program costs a look at the card
- * table every 64 ms). The graph benchmark sets the 16 million edges of
- * its live graph without allocating: every card of the heap dirtied in
- * turn with no slow path to run the final pause, which then rescanned
- * 345,000 cards (44-79 ms); now it rescans what was dirtied since the
- * last pass. The pause stops this as it stops any run of the job (the
+ * PRECLEAN_ENOUGH cards, else after a nap that doubles from
+ * TAIL_NAP_MIN_NS up to TAIL_NAP_MAX_NS while they find little. A program
+ * that stores without allocating thus leaves the final pause only what it
+ * dirtied since the last pass. The pause stops this as it stops any run of the job (the
  * nap is woken by the stop); what a pass greyed and did not blacken goes
  * to `held` for its drain; after a minor the job comes back to this
  * (lull_mark_resume_background). */

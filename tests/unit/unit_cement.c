@@ -25,7 +25,7 @@
 #include <stdio.h>
 
 #include "space/heap.h"
-#include "space/nursery.h"
+#include "trace/cement.h"
 #include "unit.h"
 
 #define NEND  24
