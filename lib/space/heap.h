@@ -121,7 +121,7 @@ typedef struct lull_heap {
  * lock held (blocks.c). Block descriptors are written with the gc lock
  * held (a parallel minor's promotion refills also hold the nursery's
  * promotion lock); mark bits and cards are read and written with atomics
- * wherever several tracers run (mark.c, nursery.c). */
+ * wherever several tracers run (trace/mark.c, trace/minor.c). */
 extern lull_heap lull_heap_g;
 
 /* ---- size classes (major.c; global, computed by lull_init, read-only after) ---- */
@@ -498,7 +498,7 @@ uint64_t lull_los_sweep(void);
  * an old root. It survives only if the minor reaches it (from a root, a
  * dirty card, a survivor or another young large object), and is then
  * scanned: its marked cards only, which no minor clears while it is young
- * and unreached (nursery.c: scan_young_large); otherwise the minor frees
+ * and unreached (trace/minor.c: scan_young_large); otherwise the minor frees
  * it. One no larger than the nursery stays young for LULL_LOS_YOUNG_MINORS
  * minors (scanned so at each), and the old slots that point to it keep
  * their cards dirty meanwhile, as they do for a pinned nursery object. A

@@ -77,7 +77,7 @@ void lull_mark_drain(lull_tracer *tr);
 void lull_mark_grey_from_minor(lull_tracer *tr, uintptr_t v);
 /* The same minor: young large object obj becomes old at its end, marked
  * then (lull_los_end_minor); its slots are the markers' to scan, a slice
- * at a time while the world runs (nursery.c: scan_young_large). */
+ * at a time while the world runs (trace/minor.c: scan_young_large). */
 void lull_mark_grey_made_old(lull_tracer *tr, uintptr_t obj);
 void lull_mark_adopt_from_minor(lull_tracer *tr);
 /* After a drain, in the same pause: blacken what was greyed since (the
