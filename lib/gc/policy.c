@@ -57,6 +57,7 @@ static struct {
     uint64_t target_ns;
     double fixed_ns, per_byte_ns;
     bool fixed_known, per_byte_known;
+    bool fixed_outlier, per_byte_outlier;   /* the last sample was over twice the estimate */
     double predicted_ns;        /* for the nursery chosen last */
     bool said_unreachable;      /* the log said once that the target cannot be met */
     double promoted_ema;        /* bytes a minor promotes (moving average, weight 1/4) */
@@ -145,6 +146,7 @@ void lull_policy_init(void)
 {
     policy_g.target_ns = lull_cfg.pause_target_ns;
     policy_g.fixed_known = policy_g.per_byte_known = policy_g.said_unreachable = false;
+    policy_g.fixed_outlier = policy_g.per_byte_outlier = false;
     policy_g.fixed_ns = policy_g.per_byte_ns = policy_g.predicted_ns = 0;
     policy_g.promoted_ema = 0;
     lull_major_set_block_reserve(0);
@@ -370,6 +372,19 @@ static void ema_pause(double *v, bool *known, double sample)
     ema(v, known, *known && sample > 2 * *v ? 2 * *v : sample);
 }
 
+/* The minor's model: a sample over twice the estimate counts as twice the
+ * estimate unless the sample before it was over too. One minor stretched
+ * by what the nursery's size cannot change (a descheduled thread, page
+ * faults, a slow stop of the background job) moves the model by a quarter
+ * at most; a real rise in cost (the program's survival jumps) is taken in
+ * whole from its second minor on. */
+static void ema_robust(double *v, bool *known, bool *outlier, double sample)
+{
+    bool over = *known && sample > 2 * *v;
+    ema(v, known, over && !*outlier ? 2 * *v : sample);
+    *outlier = over;
+}
+
 /* The cost of a dirty card. A minor's copying phase takes about
  *     trace_ns = a * promoted + b * cards
  * (promoted: the bytes it copied out of the nursery; cards: dirty cards
@@ -447,7 +462,8 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
      * than the program's usual minors: it says nothing of those, unless
      * it came with a quarter of the nursery or more handed out. */
     if (handed >= MIN_SAMPLE && (!policy_g.card_minor || handed >= lull_nursery_size() / 4))
-        ema(&policy_g.per_byte_ns, &policy_g.per_byte_known, (double)trace_ns / (double)handed);
+        ema_robust(&policy_g.per_byte_ns, &policy_g.per_byte_known, &policy_g.per_byte_outlier,
+                   (double)trace_ns / (double)handed);
     if (policy_g.idle_minor && pause_ns) {
         ema_pause(&policy_g.idle_pause_ns, &policy_g.idle_pause_known, (double)pause_ns);
     }
@@ -455,7 +471,8 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
         policy_g.minors_since_idle_call++;
     policy_g.card_minor = false;
     if (pause_ns) {
-        ema(&policy_g.fixed_ns, &policy_g.fixed_known, pause_ns > trace_ns ? (double)(pause_ns - trace_ns) : 0);
+        ema_robust(&policy_g.fixed_ns, &policy_g.fixed_known, &policy_g.fixed_outlier,
+                   pause_ns > trace_ns ? (double)(pause_ns - trace_ns) : 0);
         if (pause_ns > policy_g.target_ns)
             __atomic_fetch_add(&policy_g.over_target, 1, __ATOMIC_RELAXED);
     }
