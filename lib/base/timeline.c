@@ -16,7 +16,7 @@
 
 #include "base/tsan.h"
 #include "base/util.h"
-#include "trace/workers.h"
+#include "base/config.h"     /* LULL_MAX_WORKERS */
 
 struct tl_event {
     uint64_t ts, dur, a, b, c;
