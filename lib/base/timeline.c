@@ -125,6 +125,39 @@ void lull_timeline_record(enum lull_tl_kind kind, uint64_t start_ns, uint64_t du
     ck_ring_enqueue_commit_spsc(&r->ring);
 }
 
+/* The phases in the order the pause ran them, then the pause, then the
+ * counters; each with the times the record's steps stamped. */
+void lull_timeline_pause_listener(const lull_pause_record *r, void *data)
+{
+    static const enum lull_tl_kind pause_kind[] = {
+        [LULL_PAUSE_MINOR] = LULL_TL_PAUSE_MINOR, [LULL_PAUSE_MAJOR] = LULL_TL_PAUSE_MAJOR,
+        [LULL_PAUSE_INITIAL] = LULL_TL_PAUSE_INITIAL, [LULL_PAUSE_FINAL] = LULL_TL_PAUSE_FINAL,
+    };
+    (void)data;
+    if (!atomic_load_explicit(&lull_timeline_on, memory_order_relaxed))
+        return;
+    const uint64_t *at = r->at;
+    bool ends_major = r->kind == LULL_PAUSE_MAJOR || r->kind == LULL_PAUSE_FINAL;
+    lull_timeline_record(LULL_TL_STOP_WORLD, at[LULL_STEP_STOP], at[LULL_STEP_STOPPED] - at[LULL_STEP_STOP],
+                         r->threads, 0, 0, NULL);
+    if (r->minor)
+        lull_timeline_record(LULL_TL_MINOR, at[LULL_STEP_STOPPED], at[LULL_STEP_NURSERY] - at[LULL_STEP_STOPPED],
+                             r->promoted, 0, 0, NULL);
+    if (r->sweep_rest_t)
+        lull_timeline_record(LULL_TL_SWEEP_REST, r->sweep_rest_t, r->sweep_rest_ns, 0, 0, 0, NULL);
+    if (ends_major) {
+        lull_timeline_record(LULL_TL_MARK, at[LULL_STEP_NURSERY], at[LULL_STEP_MARKED] - at[LULL_STEP_NURSERY],
+                             r->overflows, 0, 0, NULL);
+        lull_timeline_record(LULL_TL_SWEEP, at[LULL_STEP_MARKED], at[LULL_STEP_SWEPT] - at[LULL_STEP_MARKED],
+                             r->live, 0, 0, NULL);
+    }
+    lull_timeline_record(LULL_TL_RESTART, at[LULL_STEP_RESTART], at[LULL_STEP_END] - at[LULL_STEP_RESTART], 0, 0,
+                         0, NULL);
+    lull_timeline_record(pause_kind[r->kind], r->t0, r->pause_ns, r->collection, r->promoted, r->live, r->reason);
+    lull_timeline_record(LULL_TL_COUNTERS, at[LULL_STEP_END], 0, r->heap_at_end, r->nursery_before, r->last_live,
+                         NULL);
+}
+
 /* ---- writing (the writer thread; at the end, the stopping thread) ---- */
 
 static void out_flush(void)
