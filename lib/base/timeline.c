@@ -1,4 +1,12 @@
-/* timeline.c — trace-file=PATH (timeline.h describes the design). */
+/* timeline.c — trace-file=PATH: the rings, their writer thread, and the
+ * pause record's listener (timeline.h describes the design).
+ *
+ * Producers: ring 0 by the thread holding the gc lock (the pause
+ * listener, the phases inside a minor, the sweep before a mark), ring
+ * 1 + i by worker i only; neither takes a lock nor allocates. The writer thread, never attached, is the only consumer
+ * until lull_timeline_stop, which joins it and drains the rest itself.
+ * Invariant: a pause's event carries the start and duration of its
+ * record, which lull_stats and the pause hook also report. */
 #include "base/timeline.h"
 
 #include <ck_ring.h>

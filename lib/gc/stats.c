@@ -1,3 +1,13 @@
+/* stats.c — lull_get_stats: the pause histograms and the collection
+ * counters (stats.h).
+ *
+ * Written by the pause record's listener (lull_stats_pause_listener, on
+ * the thread that collected, world running, gc lock held) and by
+ * lull_stats_reset (lull_init); read by lull_get_stats from any thread.
+ * Both under stats_lock, never taken while the world is stopped (a
+ * stopped thread may hold it). Invariants: a pause is counted once, in
+ * the histogram of all pauses and in its kind's (a minor's, or a
+ * major's, whichever of its pauses). */
 #include "gc/stats.h"
 #include "gc/finalizers.h"
 
@@ -76,7 +86,6 @@ static struct {
     uint64_t live_after_major;
     uint64_t bytes_promoted, bytes_aged;
     uint64_t objects_evacuated, bytes_evacuated;
-    /* Updated without the lock (the queueing happens in a pause). */
 } stats_g = { .stats_lock = PTHREAD_MUTEX_INITIALIZER };
 
 void lull_stats_lock_for_fork(void)

@@ -1,10 +1,11 @@
-/* stats.h — counters and the pause histogram behind lull_get_stats.
+/* stats.h — counters and the pause histogram behind lull_get_stats
+ * (stats.c says who writes and reads them, under which lock).
  *
  * Pauses go into a log-linear histogram (16 linear sub-buckets per power of
  * two: <= 6.25% relative error) so percentiles cost constant memory however
- * many pauses a long-running program takes. The collector updates the
- * counters under stats_lock after the world has restarted (never while it is
- * stopped: a stopped thread might be inside lull_get_stats holding it). */
+ * many pauses a long-running program takes. The counters are updated under
+ * stats_lock after the world has restarted, never while it is stopped (a
+ * stopped thread might be inside lull_get_stats holding it). */
 #ifndef LULL_STATS_H
 #define LULL_STATS_H
 
