@@ -1,4 +1,12 @@
-/* timeline.c — trace-file=PATH (timeline.h describes the design). */
+/* timeline.c — trace-file=PATH: the rings, their writer thread, and the
+ * pause record's listener (timeline.h describes the design).
+ *
+ * Producers: ring 0 by the thread holding the gc lock (the pause
+ * listener, the phases inside a minor, the sweep before a mark), ring
+ * 1 + i by worker i only; neither takes a lock nor allocates. The writer thread, never attached, is the only consumer
+ * until lull_timeline_stop, which joins it and drains the rest itself.
+ * Invariant: a pause's event carries the start and duration of its
+ * record, which lull_stats and the pause hook also report. */
 #include "base/timeline.h"
 
 #include <ck_ring.h>
@@ -16,7 +24,7 @@
 
 #include "base/tsan.h"
 #include "base/util.h"
-#include "trace/workers.h"
+#include "base/config.h"     /* LULL_MAX_WORKERS */
 
 struct tl_event {
     uint64_t ts, dur, a, b, c;
@@ -123,6 +131,39 @@ void lull_timeline_record(enum lull_tl_kind kind, uint64_t start_ns, uint64_t du
                             .kind = (uint16_t)kind };
     lull_tsan_release(e);
     ck_ring_enqueue_commit_spsc(&r->ring);
+}
+
+/* The phases in the order the pause ran them, then the pause, then the
+ * counters; each with the times the record's steps stamped. */
+void lull_timeline_pause_listener(const lull_pause_record *r, void *data)
+{
+    static const enum lull_tl_kind pause_kind[] = {
+        [LULL_PAUSE_MINOR] = LULL_TL_PAUSE_MINOR, [LULL_PAUSE_MAJOR] = LULL_TL_PAUSE_MAJOR,
+        [LULL_PAUSE_INITIAL] = LULL_TL_PAUSE_INITIAL, [LULL_PAUSE_FINAL] = LULL_TL_PAUSE_FINAL,
+    };
+    (void)data;
+    if (!atomic_load_explicit(&lull_timeline_on, memory_order_relaxed))
+        return;
+    const uint64_t *at = r->at;
+    bool ends_major = r->kind == LULL_PAUSE_MAJOR || r->kind == LULL_PAUSE_FINAL;
+    lull_timeline_record(LULL_TL_STOP_WORLD, at[LULL_STEP_STOP], at[LULL_STEP_STOPPED] - at[LULL_STEP_STOP],
+                         r->threads, 0, 0, NULL);
+    if (r->minor)
+        lull_timeline_record(LULL_TL_MINOR, at[LULL_STEP_STOPPED], at[LULL_STEP_NURSERY] - at[LULL_STEP_STOPPED],
+                             r->promoted, 0, 0, NULL);
+    if (r->sweep_rest_t)
+        lull_timeline_record(LULL_TL_SWEEP_REST, r->sweep_rest_t, r->sweep_rest_ns, 0, 0, 0, NULL);
+    if (ends_major) {
+        lull_timeline_record(LULL_TL_MARK, at[LULL_STEP_NURSERY], at[LULL_STEP_MARKED] - at[LULL_STEP_NURSERY],
+                             r->overflows, 0, 0, NULL);
+        lull_timeline_record(LULL_TL_SWEEP, at[LULL_STEP_MARKED], at[LULL_STEP_SWEPT] - at[LULL_STEP_MARKED],
+                             r->live, 0, 0, NULL);
+    }
+    lull_timeline_record(LULL_TL_RESTART, at[LULL_STEP_RESTART], at[LULL_STEP_END] - at[LULL_STEP_RESTART], 0, 0,
+                         0, NULL);
+    lull_timeline_record(pause_kind[r->kind], r->t0, r->pause_ns, r->collection, r->promoted, r->live, r->reason);
+    lull_timeline_record(LULL_TL_COUNTERS, at[LULL_STEP_END], 0, r->heap_at_end, r->nursery_before, r->last_live,
+                         NULL);
 }
 
 /* ---- writing (the writer thread; at the end, the stopping thread) ---- */

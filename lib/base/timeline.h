@@ -34,6 +34,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/events.h"
+
 enum lull_tl_kind {
     /* pauses (ring 0): a = collection, b = promoted bytes, c = live bytes
      * (majors), s = reason */
@@ -80,6 +82,10 @@ void lull_timeline_set_worker(unsigned index);
 
 void lull_timeline_record(enum lull_tl_kind kind, uint64_t start_ns, uint64_t dur_ns, uint64_t a, uint64_t b,
                           uint64_t c, const char *s);
+
+/* The pause record's listener (events.h): the pause and its phases, and
+ * the heap's counters at its end, into ring 0. */
+void lull_timeline_pause_listener(const lull_pause_record *r, void *data);
 
 /* Record only when tracing (one relaxed load otherwise). */
 #define LULL_TL(kind, start, dur, a, b, c, s)                                            \

@@ -1,20 +1,22 @@
-/* collect.c — when to collect, and what a collection does, in order.
+/* collect.c — the pauses: each kind a script of the collector's phases in
+ * order, and lull_collect_locked, which runs the one asked for.
  *
- * Every pause is run with the world stopped by the thread that asked for
- * it (an allocation, lull_collect, or the debug option collect-every):
- *
- *   minor   (nursery.c) pin what conservative roots point at, copy every
- *           other live nursery object into the major heap, update every
- *           reference to it; the nursery's free space becomes fragments.
- *   major   synchronous (major=stw, a mark the allowance ran out on, a
- *           failed allocation): a minor, then a full parallel mark of the
- *           major heap (the nursery's pinned survivors included); large
- *           objects swept, small-object blocks flagged for the lazy sweep
- *           (major.c).
- *   concurrent major, in two pauses (mark.h): the initial pause (a minor,
- *           the roots greyed; the workers mark once the world runs) and the
- *           final pause (a minor, the roots and dirty cards rescanned, a
- *           parallel drain, then the same sweep). Minors run between them.
+ * Owns: the collection count, the pause hook, the four pause scripts
+ * (pause_minor, pause_major, pause_initial, pause_final) and what they
+ * share (pause_begin, pause_end), and the public entry points that ask
+ * for a collection (lull_collect, lull_idle).
+ * Callers: allocation (alloc.c), through policy.c's decisions, the
+ * program (lull_collect, lull_idle, lull_heap_shot), the debug option
+ * collect-every. Every pause runs on the thread that asked for it, with
+ * the gc lock held and the world stopped between pause_begin and
+ * pause_end; the listeners of its record (base/events.h) run after it,
+ * world running, lock still held.
+ * Invariants: a pause fills one lull_pause_record and steps it in order;
+ * no script formats a log line or fires a probe itself (the record's
+ * steps and listeners do). A concurrent major is its initial pause, the
+ * background mark, then its final pause; minors run between them and
+ * none runs inside either (the nursery is the final pause's root,
+ * trace/mark.h).
  *
  * When to collect, and how big the heap is: policy.c. */
 #include "gc/collect.h"
@@ -22,41 +24,33 @@
 #include "space/meter.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
-#include <semaphore.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "gc/finalizers.h"
-#include "trace/handles.h"
-#include "space/heap.h"
-#include "trace/mark.h"
-#include "base/os.h"
-#include "space/nursery.h"
-#include "gc/policy.h"
-#include "base/probes.h"
-#include "base/timeline.h"
-#include "trace/roots.h"
-#include "gc/stats.h"
+#include "base/events.h"
 #include "base/stw.h"
-#include "gc/threads.h"
+#include "base/timeline.h"
 #include "base/util.h"
+#include "gc/finalizers.h"
+#include "gc/heapshot.h"
+#include "gc/policy.h"
+#include "gc/stats.h"
+#include "gc/threads.h"
+#include "space/heap.h"
+#include "space/nursery.h"
+#include "trace/handles.h"
+#include "trace/mark.h"
+#include "trace/roots.h"
 #include "trace/verify.h"
 #include "trace/workers.h"
-
 
 /* The collection state: one instance, written with the gc lock held. */
 static struct {
     uint64_t ncollections;
     lull_pause_hook pause_hook;
     void *pause_hook_data;
-    struct heap_shot *shot;        /* lull_heap_shot: count the next synchronous mark */
-    struct heap_shot *debug_shot;  /* LULL_GC_DEBUG=heap-shot=FILE: count every major's mark */
     uint64_t last_live;            /* live bytes the last major found (the timeline's counter) */
 } collect_g;
 
@@ -73,16 +67,34 @@ void lull_set_pause_hook(lull_pause_hook hook, void *data)
     lull_gc_unlock();
 }
 
-static void debug_shot_init(void);
+/* The pause record's listener for the program's pause hook. */
+static void pause_hook_listener(const lull_pause_record *r, void *data)
+{
+    (void)data;
+    if (!collect_g.pause_hook)
+        return;
+    lull_pause_event ev = { .generation = r->kind == LULL_PAUSE_MINOR ? LULL_GEN_NURSERY : LULL_GEN_MAJOR,
+                            .collection = r->collection, .start_ns = r->t0, .duration_ns = r->pause_ns,
+                            .phase = r->kind == LULL_PAUSE_INITIAL ? LULL_PHASE_INITIAL
+                                     : r->kind == LULL_PAUSE_FINAL ? LULL_PHASE_FINAL : LULL_PHASE_WHOLE };
+    collect_g.pause_hook(&ev, collect_g.pause_hook_data);
+}
 
+/* lull_init. The listeners of every pause, in the order they are told:
+ * the trace file, the statistics, the program's hook, the log. */
 void lull_collect_init(void)
 {
     collect_g.pause_hook = NULL;
     collect_g.pause_hook_data = NULL;
-    debug_shot_init();
+    lull_heapshot_init();
     collect_g.ncollections = 0;
     atomic_store_explicit(&allow_sync_major, lull_cfg.allow_synchronous_major, memory_order_relaxed);
     lull_policy_init();
+    lull_events_reset();
+    lull_events_listen(lull_timeline_pause_listener, NULL);
+    lull_events_listen(lull_stats_pause_listener, NULL);
+    lull_events_listen(pause_hook_listener, NULL);
+    lull_events_listen(lull_events_log_listener, NULL);
 }
 
 uint64_t lull_collect_count(void)
@@ -104,214 +116,11 @@ __attribute__((noinline)) static void clear_stack_below(void)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Heap-shots                                                               */
+/* The phases                                                               */
 /* ------------------------------------------------------------------------ */
 
-/* The counts of one heap-shot: open addressing on the type pointer, in
- * memory mapped before the pause (a stopped thread may hold malloc's
- * lock), then compacted into `usage` for the callback. */
-#define SHOT_SLOTS ((size_t)1 << 16)
-typedef struct heap_shot {
-    lull_type_usage slot[SHOT_SLOTS];
-    size_t used;
-    bool full;
-} heap_shot;
-
-/* Type t's entry in h, claimed if new; NULL when the table is full. */
-static lull_type_usage *shot_entry(heap_shot *h, const lull_type *t)
-{
-    size_t i = (size_t)(((uintptr_t)t >> 3) * 0x9e3779b97f4a7c15ull >> 48) & (SHOT_SLOTS - 1);
-    for (size_t probe = 0; probe < SHOT_SLOTS; probe++, i = (i + 1) & (SHOT_SLOTS - 1)) {
-        lull_type_usage *u = &h->slot[i];
-        if (!u->type) {
-            if (h->used == SHOT_SLOTS - 1)
-                break;
-            u->type = t;
-            h->used++;
-        }
-        if (u->type == t)
-            return u;
-    }
-    h->full = true;
-    return NULL;
-}
-
-static void shot_count(uintptr_t obj, void *ctx)
-{
-    lull_type_usage *u = shot_entry(ctx, lull_header_type(*(uintptr_t *)obj));
-    if (u) {
-        u->objects++;
-        u->bytes += lull_object_footprint(obj);
-    }
-}
-
-static void shot_count_marked(uintptr_t obj, void *ctx)
-{
-    if (lull_is_marked(obj))
-        shot_count(obj, ctx);
-}
-
-/* A heap-shot is counted by the mark's threads (the one that stopped the
- * world and the lull-mark/N workers, lull_workers_run), each into a table
- * of its own (shot_g.part[tracer id]: no shared counter, no lock),
- * claiming SHOT_CHUNK blocks at a time of the marked heap; then the
- * stopper adds the tables up into the shot, clearing them for the next,
- * and counts the nursery's marked objects itself (a few MiB at most).
- * The tables are mapped once, before the pause where it can be
- * (lull_heap_shot), and kept for the life of the process. */
-#define SHOT_CHUNK 64u
-static struct {
-    heap_shot *part[LULL_MAX_WORKERS + 1];   /* by tracer id; gc lock held */
-    atomic_uint next_block;
-    uint32_t frontier;
-} shot_g;
-
-/* Map the tables the mark's threads count into (gc lock held; plain
- * mmap, so also in a pause). false: no memory for one. */
-static bool shot_parts_ready(void)
-{
-    for (unsigned i = 0; i <= lull_workers_count(); i++)
-        if (!shot_g.part[i] && !(shot_g.part[i] = lull_os_reserve_rw(sizeof(heap_shot))))
-            return false;
-    return true;
-}
-
-static void shot_job(lull_tracer *tr, void *arg)
-{
-    (void)arg;
-    heap_shot *h = shot_g.part[tr->id];
-    for (;;) {
-        uint32_t b0 = atomic_fetch_add_explicit(&shot_g.next_block, SHOT_CHUNK, memory_order_relaxed);
-        if (b0 >= shot_g.frontier)
-            break;
-        uint32_t b1 = shot_g.frontier - b0 > SHOT_CHUNK ? b0 + SHOT_CHUNK : shot_g.frontier;
-        lull_trace_old_objects_in(b0, b1, false, true, shot_count, h);
-    }
-}
-
-/* Add `from` (cleared as it is read) into `into`. */
-static void shot_add(heap_shot *into, heap_shot *from)
-{
-    into->full |= from->full;
-    for (size_t k = 0; k < SHOT_SLOTS && from->used; k++) {
-        lull_type_usage *f = &from->slot[k];
-        if (!f->type)
-            continue;
-        lull_type_usage *u = shot_entry(into, f->type);
-        if (u) {
-            u->objects += f->objects;
-            u->bytes += f->bytes;
-        }
-        *f = (lull_type_usage){ 0 };
-        from->used--;
-    }
-    from->used = 0;
-    from->full = false;
-}
-
-/* The marked objects into h, after a mark (world stopped, gc lock held;
- * tr: the stopper's tracer). */
-static void shot_take(heap_shot *h, lull_tracer *tr)
-{
-    unsigned n = lull_workers_count() + 1;
-    if (!shot_parts_ready()) {      /* no memory for them: the stopper alone, into h */
-        lull_heap_each_marked(false, shot_count, h);
-        return;
-    }
-    shot_g.frontier = lull_frontier();
-    atomic_store_explicit(&shot_g.next_block, 0, memory_order_relaxed);
-    lull_workers_run(shot_job, NULL, tr);
-    for (unsigned i = 0; i < n; i++)
-        shot_add(h, shot_g.part[i]);
-    lull_nursery_each_object(shot_count_marked, h);
-}
-
-static size_t shot_compact(heap_shot *h)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < SHOT_SLOTS; i++)
-        if (h->slot[i].type)
-            h->slot[n++] = h->slot[i];
-    return n;
-}
-
-static int by_bytes_desc(const void *a, const void *b)
-{
-    const lull_type_usage *x = a, *y = b;
-    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
-}
-
-/* LULL_GC_DEBUG=heap-shot=FILE, after a major's pause (world running, gc
- * lock held): append the counts of its mark, types by bytes, and clear
- * the table for the next major. */
-static void write_debug_shot(uint64_t collection, bool synchronous)
-{
-    heap_shot *h = collect_g.debug_shot;
-    size_t n = shot_compact(h);
-    qsort(h->slot, n, sizeof h->slot[0], by_bytes_desc);
-    uint64_t objects = 0, bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        objects += h->slot[i].objects, bytes += h->slot[i].bytes;
-    FILE *f = fopen(lull_cfg.heap_shot_file, "a");
-    if (f) {
-        fprintf(f, "# lull heap shot: collection %llu (%s major)%s, %zu types, %llu objects, %llu bytes\n",
-                (unsigned long long)collection, synchronous ? "synchronous" : "concurrent",
-                h->full ? " (table full: types missing)" : "", n, (unsigned long long)objects,
-                (unsigned long long)bytes);
-        for (size_t i = 0; i < n; i++)
-            fprintf(f, "%s %llu %llu\n", h->slot[i].type->name ? h->slot[i].type->name : "?",
-                    (unsigned long long)h->slot[i].objects, (unsigned long long)h->slot[i].bytes);
-        fclose(f);
-    } else {
-        lull_warn("lull_collect", "heap-shot: cannot append to '%s'", lull_cfg.heap_shot_file);
-    }
-    memset(h->slot, 0, n * sizeof h->slot[0]);
-    h->used = 0;
-    h->full = false;
-}
-
-/* heap-shot=FILE: the table is mapped once and kept across lull_init
- * cycles (it is empty between majors). */
-static void debug_shot_init(void)
-{
-    static heap_shot *table;
-    if (lull_cfg.heap_shot_file[0] && !table) {
-        table = lull_os_reserve_rw(sizeof *table);
-        if (!table)
-            lull_warn("lull_init", "heap-shot: no memory for the table; no heap shots will be written");
-    }
-    collect_g.debug_shot = lull_cfg.heap_shot_file[0] ? table : NULL;
-}
-
-int lull_heap_shot(lull_heap_shot_fn fn, void *data)
-{
-    if (!lull_is_initialised())
-        return -EPERM;
-    if (!fn)
-        return -EINVAL;
-    heap_shot *h = lull_os_reserve_rw(sizeof *h);
-    if (!h)
-        return -ENOMEM;
-    lull_gc_lock();
-    if (!shot_parts_ready()) {      /* mapped now rather than in the pause */
-        lull_gc_unlock();
-        lull_os_unreserve(h, sizeof *h);
-        return -ENOMEM;
-    }
-    collect_g.shot = h;
-    lull_collect_locked(LULL_GEN_MAJOR, "heap shot");
-    collect_g.shot = NULL;
-    lull_gc_unlock();
-    size_t n = shot_compact(h);
-    bool full = h->full;
-    if (!full)
-        fn(h->slot, n, data);
-    lull_os_unreserve(h, sizeof *h);
-    return full ? -ENOMEM : 0;
-}
-
-/* A concurrent mark's final pause that had to finish it (gc lock held):
- * the share of the objects it scanned that its background job scanned. */
+/* A concurrent mark's final pause that had to finish it: the share of the
+ * objects it scanned that its background job scanned. */
 static double background_share(void)
 {
     uint64_t by_worker[LULL_MAX_WORKERS], background = 0, total, by_stopper;
@@ -343,301 +152,300 @@ static uintptr_t final_fate(uintptr_t obj, void *ctx)
     return lull_is_marked(obj) ? obj : 0;
 }
 
-/* heap-shot=FILE after a final pause: what it kept besides the marked
- * objects. */
-static void shot_young(heap_shot *h)
+/* Stop the background job (its workers take part in the pause instead),
+ * then the world: afterwards every other attached thread sits in the
+ * suspend handler with its live stack range recorded, outside any
+ * critical region. `self`: the calling thread, NULL if not attached. */
+static void pause_begin(lull_pause_record *r, enum lull_pause_kind kind, const char *reason, lull_thread *self)
 {
-    static uintptr_t young[LULL_LOS_MAX_YOUNG];     /* gc lock held */
-    lull_nursery_each_object(shot_count, h);
-    for (size_t i = 0, n = lull_los_young_list(young, LULL_LOS_MAX_YOUNG); i < n; i++)
-        shot_count(young[i], h);
-}
-
-/* Before a mark, in its pause: what is still unswept (sweep_before_mark
- * did it already, unless the pause is the second of an allocation's
- * finish-then-major). */
-static void finish_sweep_in_pause(void)
-{
-    if (!lull_major_sweep_pending())
-        return;
-    uint64_t t = lull_now_ns();
-    lull_major_sweep_all();
-    LULL_TL(LULL_TL_SWEEP_REST, t, lull_now_ns() - t, 0, 0, 0, NULL);
-}
-
-/* One pause (lull_collect_locked). `self` is the calling thread (NULL if
- * it is not attached), its roots already recorded. */
-static __attribute__((noinline)) void collect_pause(int what, const char *reason, lull_thread *self)
-{
-    bool marking = lull_marking();
-    if ((what == LULL_COLLECT_MAJOR_START && marking) || (what == LULL_COLLECT_MAJOR_FINISH && !marking))
-        what = LULL_GEN_NURSERY;                /* nothing to start or finish: a minor */
-    bool start = what == LULL_COLLECT_MAJOR_START, finish = what == LULL_COLLECT_MAJOR_FINISH;
-    bool ends_major = what == LULL_GEN_MAJOR || finish;
-    /* Synchronous: the whole mark with the world stopped, or the rest of a
-     * concurrent one whose background work had not finished. */
-    bool synchronous = what == LULL_GEN_MAJOR || (finish && !lull_mark_background_done());
-    uint64_t t0 = lull_now_ns();
-
-    /* The background job (the concurrent mark, or the sweep) stops: its
-     * workers take part in the pause instead. */
+    lull_pause_open(r, kind, reason);
+    r->marking = lull_marking();
+    /* Synchronous: the whole mark stopped, or the rest of a concurrent one
+     * whose background work had not finished when the pause was asked. */
+    r->synchronous = kind == LULL_PAUSE_MAJOR || (kind == LULL_PAUSE_FINAL && !lull_mark_background_done());
+    r->collection = collect_g.ncollections + 1;
     lull_workers_stop_background();
-    uint64_t stop_bg_ns = lull_now_ns() - t0;
+    r->stop_bg_ns = lull_now_ns() - r->t0;
     lull_major_link_unlinked();     /* what the stopped job prepared and could not link (heap.h) */
-
-    /* Stop: afterwards every other attached thread sits in the suspend
-     * handler with its live stack range recorded, outside any critical
-     * region. */
-    LULL_PROBE2(collection_begin, ends_major || start ? LULL_GEN_MAJOR : LULL_GEN_NURSERY, reason);
-    if (start)
-        LULL_PROBE1(initial_pause_begin, lull_mark_cycle() + 1);
-    if (finish) {
-        LULL_PROBE2(concurrent_mark_end, lull_mark_cycle(), lull_mark_background_done());
-        LULL_PROBE1(final_pause_begin, lull_mark_cycle());
-    }
-    LULL_PROBE1(world_stop_begin, lull_threads_count());
-    uint64_t t_stop = lull_now_ns();
+    r->cycle = lull_mark_cycle() + (kind == LULL_PAUSE_INITIAL ? 1 : 0);
+    if (kind == LULL_PAUSE_FINAL)
+        r->mark_done = lull_mark_background_done();
+    r->threads = lull_threads_count();
+    lull_pause_step(r, LULL_STEP_STOP);
     lull_stw_stop(self);
-    LULL_PROBE1(world_stopped, lull_threads_count());
-    uint64_t t_stopped = lull_now_ns();
-    LULL_TL(LULL_TL_STOP_WORLD, t_stop, t_stopped - t_stop, lull_threads_count(), 0, 0, NULL);
+    lull_pause_step(r, LULL_STEP_STOPPED);
+}
 
-    /* Minor: empty the nursery into the major heap. Not in a concurrent
-     * major's pauses: the nursery is ignored by its mark and a root of its
-     * final pause (mark.h), and a minor would make each as long as one. */
-    uint64_t handed = lull_nursery_handed();
-    uint64_t promoted = 0;
-    bool minor = !start && !finish;
-    if (minor) {
-        promoted = lull_nursery_collect(!ends_major);
-        lull_policy_note_promoted(promoted);     /* the blocks kept ready for the next (major.c) */
-        lull_policy_note_aging(!ends_major, handed, promoted);
-        LULL_PROBE1(minor_end, promoted);
-    } else {
-        lull_nursery_sync_tlabs();
+/* What the listeners read that the pause did not record as it ran: the
+ * nursery's, the mark's and the policy's figures once the pause is over. */
+static void pause_report(lull_pause_record *r)
+{
+    r->heap_after = lull_heap_bytes_held();
+    r->nursery_after = lull_nursery_size();
+    if (r->minor) {
+        r->aged = lull_nursery_aged();
+        r->promoted_by_workers = lull_nursery_promoted_by_workers();
+        r->large_freed = lull_nursery_large_freed();
+        r->cards_scanned = lull_nursery_cards_scanned();
+        r->cards_young = lull_nursery_cards_young();
+        r->trace_ns = lull_nursery_trace_ns();
+        r->aging_paused = lull_cfg.promotion_age == LULL_PROMOTION_AGE_AUTO && !lull_policy_aging();
+        r->predicted_minor_ns = lull_policy_predicted_minor_ns();
+        r->card_ns = lull_policy_card_ns();
+        r->card_budget = lull_policy_card_budget();
     }
-    uint64_t t_minor = lull_now_ns();
-    if (minor)
-        LULL_TL(LULL_TL_MINOR, t_stopped, t_minor - t_stopped, promoted, 0, 0, NULL);
-
-    uint64_t live = 0;
-    if (start) {
-        /* Initial pause of a concurrent major: grey the roots; the
-         * workers mark once the world runs again. */
-        lull_policy_note_mark_start();
-        finish_sweep_in_pause();
-        lull_major_assert_all_swept();
-        lull_mark_begin_concurrent();
-        LULL_PROBE1(concurrent_mark_begin, lull_mark_cycle());
-    } else if (ends_major) {
-        /* Retire the allocation caches: the slots they still hold are free
-         * (word 0 is 0) and the sweep re-lists them. */
-        uint64_t unused = 0;
-        for (lull_thread *t = lull_threads_first(); t; t = t->next)
-            unused += lull_major_drop_caches(&t->caches);
-        lull_meter_unused(unused);
-
-        lull_tracer tr = { .id = 0 };
-        if (finish) {
-            /* Final pause: roots, the union table's cards and what the
-             * background left, drained by every worker. */
-            lull_mark_finish(&tr);
-        } else {
-            /* Mark: every mark bit is clear before (checked in checked
-             * builds); afterwards exactly the objects reachable from
-             * stacks, registers and registered roots are marked, the
-             * nursery's pinned survivors included. Sparse size classes
-             * are evacuated on the way (mark.h): the conservative roots
-             * go first, so that what they pin is marked in place before
-             * anything is copied; the precise roots are updated. */
-            finish_sweep_in_pause();
-            lull_major_assert_all_swept();
-            lull_mark_assert_all_clear();
-            lull_roots_scan_threads(lull_mark_conservative, &tr);
-            lull_roots_scan(lull_mark_conservative, NULL, &tr);
-            lull_mark_begin_evacuation();
-            lull_roots_scan(NULL, lull_mark_precise_slot, &tr);
-            if (lull_cfg.verify_parallel)
-                lull_mark_verify_parallel_save();
-            lull_mark_drain(&tr);
-            if (lull_cfg.verify_parallel && lull_workers_count())
-                lull_mark_verify_parallel_check(&tr);
-        }
-        /* Weak references and finalizers: WEAK handles to unmarked objects
-         * are cleared; unmarked finalizable objects are marked, with all
-         * they reach, and queued; then WEAK_TRACK handles to what is still
-         * unmarked are cleared (finalize.h). */
-        lull_fate_fn fate = finish ? final_fate : major_fate;
-        lull_handles_weak_pass(LULL_HANDLE_WEAK, fate, NULL);
-        if (lull_finalize_collect(fate, lull_mark_precise_slot, &tr, false))
-            lull_mark_drain_more(&tr);
-        lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, fate, NULL);
-        lull_mark_end_major();
-        lull_tracer_release(&tr);
-        lull_mark_end_evacuation();
-        LULL_PROBE1(mark_end, lull_mark_overflows());
-        uint64_t t_marked = lull_now_ns();
-        LULL_TL(LULL_TL_MARK, t_minor, t_marked - t_minor, lull_mark_overflows(), 0, 0, NULL);
-        if (lull_cfg.verify)
-            lull_verify_marked(finish);
-        if (collect_g.shot && !finish)
-            shot_take(collect_g.shot, &tr);     /* lull_heap_shot */
-        if (collect_g.debug_shot) {
-            shot_take(collect_g.debug_shot, &tr);
-            if (finish)
-                shot_young(collect_g.debug_shot);
-        }
-
-        /* Sweep: large objects and the nursery's survivors now; the
-         * small-object blocks lazily (heap.h), their live bytes counted
-         * from the mark bits. Empty blocks kept long enough go back to the
-         * OS. */
-        LULL_PROBE1(sweep_begin, collect_g.ncollections + 1);
-        live = lull_major_sweep_begin() + lull_los_sweep() + lull_nursery_after_major(!finish) +
-               (finish ? lull_mark_final_young_bytes() : 0);
-        if (lull_cfg.poison)
-            lull_major_sweep_all();   /* freed memory reads as poison at once, not when swept */
-        lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
-        LULL_PROBE1(sweep_end, live);
-        LULL_TL(LULL_TL_SWEEP, t_marked, lull_now_ns() - t_marked, live, 0, 0, NULL);
-
-        lull_policy_after_major(live, finish && synchronous ? background_share() : 1.0);
-        collect_g.last_live = live;
+    if (r->kind == LULL_PAUSE_MAJOR || r->kind == LULL_PAUSE_FINAL) {
+        lull_mark_evacuated(&r->evac_classes, &r->evac_blocks, &r->evac_objects, &r->evac_bytes);
+        lull_mark_last_work(&r->marked, &r->marked_by_stopper);
+        lull_policy_pacing(&r->trigger, &r->allowance);
+        r->overflowed = lull_mark_overflows() != 0;
     }
-    if (!start)
+    if (r->kind == LULL_PAUSE_FINAL) {
+        lull_mark_concurrent_work(&r->precleaned, &r->rescanned_cards, &r->final_young);
+        r->mark_workers = lull_mark_background_work(r->by_worker, LULL_MAX_WORKERS);
+    }
+    if (r->kind == LULL_PAUSE_INITIAL)
+        r->deferred_young = lull_mark_deferred_young_bytes();
+}
+
+/* Restart the world and the background job; then, world running and the
+ * gc lock still held, what waits for the world (the policy's measures of
+ * the pause, memory back to the OS before anyone can allocate from it,
+ * the finalizer thread, heap-shot=FILE) and the record's listeners. */
+static void pause_end(lull_pause_record *r, lull_thread *self)
+{
+    bool ends_major = r->kind == LULL_PAUSE_MAJOR || r->kind == LULL_PAUSE_FINAL;
+    if (r->kind != LULL_PAUSE_INITIAL)
         collect_g.ncollections++;
-
-    if (minor)
-        lull_policy_set_card_budgets(promoted + lull_nursery_aged(), lull_nursery_cards_scanned(),
+    r->completed = collect_g.ncollections;
+    if (r->minor)
+        lull_policy_set_card_budgets(r->promoted + lull_nursery_aged(), lull_nursery_cards_scanned(),
                                      lull_nursery_trace_ns());
-    LULL_PROBE1(restart_begin, collect_g.ncollections);
-    uint64_t t_restart = lull_now_ns();
+    lull_pause_step(r, LULL_STEP_RESTART);
     lull_stw_restart(self);
-    LULL_PROBE1(restart_end, collect_g.ncollections);
-    if (start)
-        LULL_PROBE1(initial_pause_end, lull_mark_cycle());
-    if (finish)
-        LULL_PROBE1(final_pause_end, lull_mark_cycle());
+    lull_pause_step(r, LULL_STEP_RESTARTED);
     if (!lull_mark_resume_background())
         lull_major_resume_sweep();
-    uint64_t pause = lull_now_ns() - t0;
+    lull_pause_step(r, LULL_STEP_END);
     if (ends_major)
-        lull_policy_after_major_pause(finish, synchronous, pause, live);
-    LULL_TL(LULL_TL_RESTART, t_restart, t0 + pause - t_restart, 0, 0, 0, NULL);
-    /* The pause as lull_stats and the pause hook see it: same start, same
-     * duration. */
-    LULL_TL(start ? LULL_TL_PAUSE_INITIAL : finish ? LULL_TL_PAUSE_FINAL
-                  : ends_major ? LULL_TL_PAUSE_MAJOR : LULL_TL_PAUSE_MINOR,
-            t0, pause, collect_g.ncollections + (start ? 1 : 0), promoted, live, reason);
-    LULL_TL(LULL_TL_COUNTERS, t0 + pause, 0, lull_heap_bytes_held(), lull_nursery_size(), collect_g.last_live, NULL);
-    LULL_PROBE2(pause_end, collect_g.ncollections, pause);
-    LULL_PROBE2(collection_end, ends_major || start ? LULL_GEN_MAJOR : LULL_GEN_NURSERY, reason);
-
-    /* The nursery's size for the next minor (policy.c): only a pause that
-     * ran a minor measures one, and only a plain minor's pause measures a
-     * minor's whole pause. */
-    size_t nursery_before = lull_nursery_size();
-    bool major_pause = start || ends_major;
-    if (minor)
-        lull_policy_after_minor(handed, lull_nursery_trace_ns(), major_pause ? 0 : pause);
-
-    /* The world runs again; this thread still holds the gc lock, so the
-     * runs freed by the sweep can be given back to the OS before anyone
-     * can allocate from them. */
+        lull_policy_after_major_pause(r->kind == LULL_PAUSE_FINAL, r->synchronous, r->pause_ns, r->live);
+    r->heap_at_end = lull_heap_bytes_held();
+    r->nursery_before = lull_nursery_size();
+    r->last_live = collect_g.last_live;
+    /* The nursery's size for the next minor: only a pause that ran a minor
+     * measures one, and only a minor's own pause measures a minor's pause. */
+    if (r->minor)
+        lull_policy_after_minor(r->handed, lull_nursery_trace_ns(), r->kind == LULL_PAUSE_MINOR ? r->pause_ns : 0);
     lull_space_release_pending();
     if (lull_finalize_pending_wake())
         lull_finalize_wake();
-    if (collect_g.debug_shot && ends_major)
-        write_debug_shot(collect_g.ncollections, synchronous);
-    clear_stack_below();
+    if (ends_major)
+        lull_heapshot_after_pause(r->completed, r->synchronous);
+    pause_report(r);
+    lull_pause_emit(r);
+}
 
-    enum lull_pause_kind kind = major_pause ? LULL_PAUSE_MAJOR : LULL_PAUSE_MINOR;
-    lull_stats_record_pause(kind, pause);
-    if (!start)
-        lull_stats_record_collection(kind, synchronous, live, promoted, minor ? lull_nursery_aged() : 0);
-    unsigned evac_classes = 0;
-    uint32_t evac_blocks = 0;
-    uint64_t evac_objects = 0, evac_bytes = 0;
-    if (ends_major) {
-        lull_mark_evacuated(&evac_classes, &evac_blocks, &evac_objects, &evac_bytes);
-        if (evac_objects)
-            lull_stats_note_evacuated(evac_objects, evac_bytes);
+/* A minor: pin what conservative roots point at, copy every other live
+ * nursery object out (into the major heap, or within the nursery when it
+ * ages), update every reference to it (space/nursery.h). may_age: false
+ * in a major's pause, which promotes everything so that its mark sees
+ * one heap. */
+static void minor_in_pause(lull_pause_record *r, bool may_age)
+{
+    r->minor = true;
+    r->handed = lull_nursery_handed();
+    r->promoted = lull_nursery_collect(may_age);
+    lull_policy_note_promoted(r->promoted);     /* the blocks kept ready for the next (major.c) */
+    lull_policy_note_aging(may_age, r->handed, r->promoted);
+    lull_pause_step(r, LULL_STEP_NURSERY);
+}
+
+/* A concurrent major's pauses run no minor (each would be as long as
+ * one): the nursery is ignored by the mark and a root of the final pause
+ * (mark.h). The threads' TLABs are only synced. */
+static void nursery_kept(lull_pause_record *r)
+{
+    lull_nursery_sync_tlabs();
+    lull_pause_step(r, LULL_STEP_NURSERY);
+}
+
+/* Before a mark, in its pause: the last cycle's lazy sweep, if not done
+ * yet (sweep_before_mark does it before the pause, unless the pause is
+ * the second of an allocation's finish-then-major). */
+static void finish_sweep_in_pause(lull_pause_record *r)
+{
+    if (!lull_major_sweep_pending())
+        return;
+    r->sweep_rest_t = lull_now_ns();
+    lull_major_sweep_all();
+    r->sweep_rest_ns = lull_now_ns() - r->sweep_rest_t;
+}
+
+/* Before a major's mark: retire the threads' allocation caches. The slots
+ * they still hold are free (word 0 is 0) and the sweep re-lists them. */
+static void retire_caches(void)
+{
+    uint64_t unused = 0;
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        unused += lull_major_drop_caches(&t->caches);
+    lull_meter_unused(unused);
+}
+
+/* A synchronous major's mark. Before, every mark bit is clear and the
+ * heap swept; after, exactly the objects reachable from stacks, registers
+ * and registered roots are marked, the nursery's pinned survivors
+ * included. Sparse size classes are evacuated on the way (mark.h): the
+ * conservative roots go first, so that what they pin is marked in place
+ * before anything is copied; the precise roots are then updated. */
+static void mark_from_roots(lull_pause_record *r, lull_tracer *tr)
+{
+    finish_sweep_in_pause(r);
+    lull_major_assert_all_swept();
+    lull_mark_assert_all_clear();
+    lull_roots_scan_threads(lull_mark_conservative, tr);
+    lull_roots_scan(lull_mark_conservative, NULL, tr);
+    lull_mark_begin_evacuation();
+    lull_roots_scan(NULL, lull_mark_precise_slot, tr);
+    if (lull_cfg.verify_parallel)
+        lull_mark_verify_parallel_save();
+    lull_mark_drain(tr);
+    if (lull_cfg.verify_parallel && lull_workers_count())
+        lull_mark_verify_parallel_check(tr);
+}
+
+/* Weak references and finalizers: WEAK handles to what `fate` finds dead
+ * are cleared; dead finalizable objects are marked, with all they reach,
+ * and queued; then WEAK_TRACK handles to what is still dead are cleared
+ * (trace/finalize.h). */
+static void weak_and_finalizers(lull_tracer *tr, lull_fate_fn fate)
+{
+    lull_handles_weak_pass(LULL_HANDLE_WEAK, fate, NULL);
+    if (lull_finalize_collect(fate, lull_mark_precise_slot, tr, false))
+        lull_mark_drain_more(tr);
+    lull_handles_weak_pass(LULL_HANDLE_WEAK_TRACK, fate, NULL);
+}
+
+/* The mark is complete: end it, check it (verify), count it (heap-shots). */
+static void mark_end(lull_pause_record *r, lull_tracer *tr, bool final)
+{
+    lull_mark_end_major();
+    lull_tracer_release(tr);
+    lull_mark_end_evacuation();
+    r->overflows = lull_mark_overflows();
+    lull_pause_step(r, LULL_STEP_MARKED);
+    if (lull_cfg.verify)
+        lull_verify_marked(final);
+    lull_heapshot_after_mark(tr, final);
+}
+
+/* Sweep: large objects and the nursery's survivors now; the small-object
+ * blocks lazily (heap.h), their live bytes counted from the mark bits.
+ * Empty blocks kept long enough go back to the OS. */
+static void sweep_in_pause(lull_pause_record *r, bool final)
+{
+    lull_pause_step(r, LULL_STEP_SWEEP);
+    r->live = lull_major_sweep_begin() + lull_los_sweep() + lull_nursery_after_major(!final) +
+              (final ? lull_mark_final_young_bytes() : 0);
+    if (lull_cfg.poison)
+        lull_major_sweep_all();   /* freed memory reads as poison at once, not when swept */
+    lull_major_release_empty(LULL_EMPTY_BLOCK_MAX_AGE);
+    lull_pause_step(r, LULL_STEP_SWEPT);
+    collect_g.last_live = r->live;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The pauses                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* A minor: the nursery emptied. */
+static void pause_minor(const char *reason, lull_thread *self)
+{
+    lull_pause_record r;
+    pause_begin(&r, LULL_PAUSE_MINOR, reason, self);
+    minor_in_pause(&r, true);
+    pause_end(&r, self);
+}
+
+/* A synchronous major (major=stw, a mark the allowance ran out on, a
+ * failed allocation, an evacuating major): a minor, the whole mark with
+ * the world stopped, the sweep. */
+static void pause_major(const char *reason, lull_thread *self)
+{
+    lull_pause_record r;
+    lull_tracer tr = { .id = 0 };
+    pause_begin(&r, LULL_PAUSE_MAJOR, reason, self);
+    minor_in_pause(&r, false);
+    retire_caches();
+    mark_from_roots(&r, &tr);
+    weak_and_finalizers(&tr, major_fate);
+    mark_end(&r, &tr, false);
+    sweep_in_pause(&r, false);
+    lull_policy_after_major(r.live, 1.0);
+    pause_end(&r, self);
+}
+
+/* A concurrent major's initial pause: the mark begins on a swept heap,
+ * the roots grey; the workers mark once the world runs again. */
+static void pause_initial(const char *reason, lull_thread *self)
+{
+    lull_pause_record r;
+    pause_begin(&r, LULL_PAUSE_INITIAL, reason, self);
+    nursery_kept(&r);
+    lull_policy_note_mark_start();
+    finish_sweep_in_pause(&r);
+    lull_major_assert_all_swept();
+    lull_mark_begin_concurrent();
+    lull_pause_step(&r, LULL_STEP_MARK_BEGUN);
+    pause_end(&r, self);
+}
+
+/* A concurrent major's final pause: the roots, the union table's cards
+ * and what the background left, drained by every worker; then the same
+ * sweep as a synchronous major. A mark the pause had to finish measured
+ * only its share of the heap (policy.c). */
+static void pause_final(const char *reason, lull_thread *self)
+{
+    lull_pause_record r;
+    lull_tracer tr = { .id = 0 };
+    pause_begin(&r, LULL_PAUSE_FINAL, reason, self);
+    nursery_kept(&r);
+    retire_caches();
+    lull_mark_finish(&tr);
+    weak_and_finalizers(&tr, final_fate);
+    mark_end(&r, &tr, true);
+    sweep_in_pause(&r, true);
+    lull_policy_after_major(r.live, r.synchronous ? background_share() : 1.0);
+    pause_end(&r, self);
+}
+
+/* One pause, the script `what` asks for (lull_collect_locked); a start
+ * while a mark runs, or a finish while none does, is a minor. Then the
+ * collector's addresses off this thread's stack. */
+static __attribute__((noinline)) void run_pause(int what, const char *reason, lull_thread *self)
+{
+    bool marking = lull_marking();
+    if ((what == LULL_COLLECT_MAJOR_START && marking) || (what == LULL_COLLECT_MAJOR_FINISH && !marking))
+        what = LULL_GEN_NURSERY;
+    switch (what) {
+    case LULL_GEN_MAJOR:
+        pause_major(reason, self);
+        break;
+    case LULL_COLLECT_MAJOR_START:
+        pause_initial(reason, self);
+        break;
+    case LULL_COLLECT_MAJOR_FINISH:
+        pause_final(reason, self);
+        break;
+    default:
+        pause_minor(reason, self);
+        break;
     }
-    if (collect_g.pause_hook) {
-        lull_pause_event ev = { .generation = major_pause ? LULL_GEN_MAJOR : LULL_GEN_NURSERY,
-                                .collection = collect_g.ncollections + (start ? 1 : 0),
-                                .start_ns = t0, .duration_ns = pause,
-                                .phase = start ? LULL_PHASE_INITIAL : finish ? LULL_PHASE_FINAL : LULL_PHASE_WHOLE };
-        collect_g.pause_hook(&ev, collect_g.pause_hook_data);
-    }
-    if (lull_cfg.log) {
-        if (ends_major) {
-            uint64_t marked, by_stopper, precleaned = 0, final_cards = 0, final_young = 0;
-            lull_mark_last_work(&marked, &by_stopper);
-            if (finish)
-                lull_mark_concurrent_work(&precleaned, &final_cards, &final_young);
-            char conc[768] = "", evac[128] = "";
-            if (evac_classes)
-                snprintf(evac, sizeof evac, ", evacuated %llu objects (%.1f KiB) from %u blocks of %u size classes",
-                         (unsigned long long)evac_objects, (double)evac_bytes / 1024.0, (unsigned)evac_blocks,
-                         evac_classes);
-            if (finish) {
-                /* Each worker's share of the background mark. */
-                uint64_t by_worker[LULL_MAX_WORKERS], background = 0;
-                unsigned nw = lull_mark_background_work(by_worker, LULL_MAX_WORKERS);
-                char shares[512] = "";
-                size_t len = 0;
-                for (unsigned i = 0; i < nw && len < sizeof shares; i++) {
-                    background += by_worker[i];
-                    len += (size_t)snprintf(shares + len, sizeof shares - len, "%s%llu", i ? " " : "",
-                                            (unsigned long long)by_worker[i]);
-                }
-                snprintf(conc, sizeof conc, ", concurrent mark %s: %llu objects scanned while the world ran (by "
-                         "lull-mark/1..%u: %s), %llu cards precleaned, %llu rescanned in the pause, %llu nursery "
-                         "and young large objects its roots",
-                         synchronous ? "finished early" : "done", (unsigned long long)background, nw, shares,
-                         (unsigned long long)precleaned, (unsigned long long)final_cards,
-                         (unsigned long long)final_young);
-            }
-            uint64_t trigger, allowance;
-            lull_policy_pacing(&trigger, &allowance);
-            fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s%s; the "
-                    "next starts after %.1f MiB of a %.1f MiB allowance%s\n",
-                    (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6,
-                    (double)promoted / 1024.0, minor ? (double)lull_nursery_promoted_by_workers() / 1024.0 : 0.0,
-                    (double)live / 1048576.0,
-                    (double)lull_heap_bytes_held() / 1048576.0, (unsigned long long)marked,
-                    (unsigned long long)(marked - by_stopper),
-                    evac, conc, (double)trigger / 1048576.0, (double)allowance / 1048576.0,
-                    lull_mark_overflows() ? " (mark stack overflowed)" : "");
-        } else if (start) {
-            fprintf(stderr, "lull: collection %llu (major start, %s): pause %.3f ms (background job stopped in "
-                    "%.3f ms), concurrent mark begins, %.1f KiB of young large objects left to the markers\n",
-                    (unsigned long long)collect_g.ncollections + 1, reason, (double)pause / 1e6,
-                    (double)stop_bg_ns / 1e6, (double)lull_mark_deferred_young_bytes() / 1024.0);
-        } else
-            fprintf(stderr, "lull: collection %llu (minor, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-                    "workers), aged %.1f KiB%s, of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu dirty cards (%llu holding young references), copying %.3f ms, "
-                    "background job stopped in %.3f ms; nursery %zu KiB -> %zu KiB, next predicted %.3f ms; a card %.1f ns, "
-                    "%u cards per thread until a minor%s\n",
-                    (unsigned long long)collect_g.ncollections, reason, (double)pause / 1e6, (double)promoted / 1024.0,
-                    (double)lull_nursery_promoted_by_workers() / 1024.0, (double)lull_nursery_aged() / 1024.0,
-                    lull_cfg.promotion_age == LULL_PROMOTION_AGE_AUTO && !lull_policy_aging()
-                        ? " (the next minor ages nothing: aging has not halved what minors promote)" : "",
-                    (double)handed / 1024.0,
-                    (double)lull_nursery_large_freed() / 1024.0, (unsigned long long)lull_nursery_cards_scanned(),
-                    (unsigned long long)lull_nursery_cards_young(), (double)lull_nursery_trace_ns() / 1e6,
-                    (double)stop_bg_ns / 1e6, nursery_before >> 10,
-                    lull_nursery_size() >> 10, lull_policy_predicted_minor_ns() / 1e6, lull_policy_card_ns(),
-                    lull_policy_card_budget(), marking ? " (a concurrent mark runs)" : "");
-    }
+    clear_stack_below();
 }
 
 /* A mark starts on a swept heap. What the last cycle's lazy sweep has not
  * reached yet is swept here, gc lock held, with the world running (as the
- * background sweep does), not in the pause: in the game loop's traces this
- * was most of a 32 ms initial pause (README, the timeline). */
+ * background sweep does), not in the pause. */
 static void sweep_before_mark(void)
 {
     if (lull_marking() || !lull_major_sweep_pending())
@@ -647,20 +455,15 @@ static void sweep_before_mark(void)
     LULL_TL(LULL_TL_SWEEP_REST, t, lull_now_ns() - t, 0, 0, 0, NULL);
 }
 
+/* This thread's roots are its registers and stack as they are here, on
+ * entry, like a stopped thread's at its suspend point: `entry` holds the
+ * registers, and the scan starts at it. The frames below (run_pause and
+ * the scripts) are not roots: they hold addresses from the pause's own
+ * work, and locals not yet written when the roots are scanned (the
+ * record, the log's buffers) hold whatever code run earlier on this
+ * stack left there. This frame holds `entry` and nothing else. */
 void lull_collect_locked(int what, const char *reason)
 {
-    /* This thread's roots are its registers and stack as they are here, on
-     * entry, like a stopped thread's at its suspend point: `entry` holds the
-     * registers, and the scan starts at it. The collector's own frames
-     * below are not roots: they hold addresses from the work of this very
-     * pause (the minor before a major copies and scans objects, then the
-     * frames of the root scan reuse that memory), and a word left in one
-     * kept a dead object and all it reaches alive. Nor is the frame of
-     * collect_pause: its locals not yet written when the roots are scanned
-     * (the log line's buffer, the pause event) held words that code run
-     * earlier on this stack (a lazy sweep) left there, and under
-     * ThreadSanitizer those kept a dropped 32 MB list alive (bad_input).
-     * This frame holds `entry` and nothing else. */
     lull_thread *self = lull_thread_self;
     ucontext_t entry;
     if (self) {
@@ -672,11 +475,11 @@ void lull_collect_locked(int what, const char *reason)
          * that failed): end that mark first. What it kept (everything live
          * when it began, everything allocated since) may be what fills the
          * heap, so a whole synchronous major follows. */
-        collect_pause(LULL_COLLECT_MAJOR_FINISH, reason, self);
+        run_pause(LULL_COLLECT_MAJOR_FINISH, reason, self);
     }
     if (what == LULL_COLLECT_MAJOR_START || what == LULL_GEN_MAJOR)
         sweep_before_mark();
-    collect_pause(what, reason, self);
+    run_pause(what, reason, self);
     __asm__ __volatile__("" : : "r"(&entry) : "memory");   /* `entry` lives until here */
     lull_clear_scratch_registers();   /* the collector's addresses out of this thread's registers (util.h) */
 }

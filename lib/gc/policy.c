@@ -1,4 +1,16 @@
-/* policy.c — when to collect, and how big the heap is (policy.h). */
+/* policy.c — when to collect, and how big the heap is (policy.h).
+ *
+ * Owns: the pacing of concurrent majors (trigger and allowance), the
+ * nursery's size for the pause target, the card budget, aging
+ * (promotion-age=auto), and the rules for idle time (lull_idle).
+ * Callers: the pauses (collect.c) report what each measured; allocation
+ * and lull_idle ask what to run (lull_policy_decide, _idle_minor,
+ * _idle_major). All with the gc lock held, except the getters read by
+ * lull_get_stats and the barrier, which are relaxed atomics.
+ * Invariants: every model is a moving average of what the program's own
+ * pauses measured; the constants only stand in until a measurement
+ * exists, and bound what one may say. doc/design-notes-pauses.md gives
+ * the reasons behind the rules. */
 #include "gc/policy.h"
 #include "gc/pacer.h"
 #include "space/meter.h"
@@ -20,12 +32,11 @@
 #define MIN_NURSERY     ((size_t)64 << 10)
 #define NURSERY_FLOOR   ((size_t)256 << 10)   /* the adaptive nursery's smallest size */
 #define MIN_SAMPLE      ((uint64_t)64 << 10)  /* a minor of fewer nursery bytes measures nothing */
-/* The cost of a nursery byte before any minor has measured one (ns): what
- * the first minors of bench/graph and bench/gameloop cost, pause over
- * nursery bytes (1.26-1.43 ns a byte at 4 MiB, 5.3-6.0 ms). A program's
- * first minors copy most of what they are handed: it is building its data. */
+/* The cost of a nursery byte before any minor has measured one (ns):
+ * what a minor costs per nursery byte when it copies most of what it was
+ * handed, as a program's first minors do while it builds its data. */
 #define PER_BYTE_NS_UNMEASURED 1.4
-#define CARD_NS_UNMEASURED 30.0   /* a dirty card's cost before a fit (ns; bench/graph at 2 ms: 25-35) */
+#define CARD_NS_UNMEASURED 30.0   /* a dirty card's cost before a fit (ns) */
 #define CARD_NS_MIN        5.0
 #define CARD_NS_MAX        2000.0
 #define CARD_BUDGET_MIN    1024u  /* cards a thread may always mark between minors */
@@ -213,15 +224,12 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
 {
     /* A concurrent major (its initial pause noted the start): measure. A
      * mark the allowance cut short got through only `done` of the live
-     * heap in that time: counted as if it had got through all of it, the
-     * rate was too high, the next mark started too late and was cut short
-     * again (half the game loop's majors were synchronous). A mark that
-     * began with its allowance already used up (a large allocation took
-     * the program past both trigger and allowance at once) ran for no
-     * allocation at all: it measures neither rate. Counted, graph's first
-     * mark, begun after its 32 MB array, put the program's allocation rate
-     * at 0, and the next mark began at seven eighths of its allowance,
-     * 7.6 MiB before the end, and was cut short in turn. */
+     * heap in that time, and is counted so: counted as whole, its rate
+     * would be too high and the next mark would start too late. A mark
+     * that began with its allowance already used up (a large allocation
+     * took the program past both trigger and allowance at once) ran for
+     * no allocation at all: it measures neither rate (it would put the
+     * allocation rate at 0 and start the next mark too late). */
     if (policy_g.mark_start_ns && lull_meter_g.allocated >= lull_meter_g.mark_start &&
         lull_meter_g.mark_start < lull_meter_g.allowance) {
         double wall = (double)(lull_now_ns() - policy_g.mark_start_ns);
@@ -237,8 +245,8 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
         lull_pacer_note_mark_end(lull_meter_g.mark_start, lull_meter_g.allocated, done);
         average(&policy_g.alloc_rate, (double)(lull_meter_g.allocated - lull_meter_g.mark_start) / wall);
         /* A mark cut short before its job got through a quarter of the
-         * heap (graph's first, stopped as it began) says too little about
-         * the rate to go on: the last estimate stands, if there is one. */
+         * heap says too little about the rate to go on: the last estimate
+         * stands, if there is one. */
         if (done >= 0.25 || !had)
             average(&policy_g.mark_rate, (done < 0.25 ? 0.25 : done) *
                                              (double)(live_bytes > MIN_ALLOWANCE ? live_bytes : MIN_ALLOWANCE) / mark_wall);
@@ -281,16 +289,16 @@ static bool idle_minors_rule(void)
  * the survival rate times the cost per surviving byte plus the dirty cards
  * per allocated byte times the cost per card, as this program behaves now.
  * Both are exponential moving averages (weight 1/4 for the new sample; a
- * minor of less than 64 KiB only updates `fixed`). Before the first is
+ * minor of less than MIN_SAMPLE only updates `fixed`). Before the first is
  * measured, fixed is taken as 0 and per_byte as PER_BYTE_NS_UNMEASURED, so
- * the first nursery is min(nursery-size, target / 1.4 ns): at 2 ms
- * 1.36 MiB, at the default 5 ms 3.4 MiB. After each minor the nursery is
- * sized so that the next one is predicted to take the target:
+ * the first nursery is min(nursery-size, target / PER_BYTE_NS_UNMEASURED).
+ * After each minor the nursery is sized so that the next one is predicted
+ * to take the target:
  *     N = (target - fixed) / per_byte
- * cut to [256 KiB, nursery-size] and to at most twice the present size (a
- * shrink is immediate, growth one doubling per minor: a phase of low
- * survival that ends should not meet a huge nursery). When even 256 KiB is
- * predicted to miss the target, the log says so once. */
+ * cut to [NURSERY_FLOOR, nursery-size] and to at most twice the present
+ * size (a shrink is immediate, growth one doubling per minor: a phase of
+ * low survival that ends should not meet a huge nursery). When even
+ * NURSERY_FLOOR is predicted to miss the target, the log says so once. */
 static size_t size_for_target(void)
 {
     size_t ceiling = lull_nursery_ceiling(), floor = NURSERY_FLOOR < ceiling ? NURSERY_FLOOR : ceiling;
@@ -323,11 +331,7 @@ static size_t size_for_target(void)
      * back (calls resume after units too long to leave idle time, which
      * turned it off and let the target shrink the nursery) a nursery
      * growing one doubling per minor would be filled in the middle of the
-     * next units, each such minor promoting a unit's temporaries (the game
-     * loop at 2 ms after a slow spell of the VM: 632 KiB for 1.3 MiB
-     * frames). With this and the nursery's growth at once, bench/gameloop
-     * --idle --scale 0.5 ran a third to a quarter as many minors in
-     * mid-frame during play (README, Performance, "At 3a79ef9"). */
+     * next units, each such minor promoting a unit's temporaries. */
     if (idle_minors_rule() && n < 1.25 * policy_g.idle_period)
         n = 1.25 * policy_g.idle_period;
     return n > (double)ceiling ? ceiling : (size_t)n;
@@ -338,17 +342,16 @@ static size_t size_for_target(void)
  * threads, each at least CARD_BUDGET_MIN. A program's usual minors stay
  * below it (the nursery is sized for their cards and copying together:
  * size_for_target), so it ends only a run of card marking the nursery's
- * allocation does not explain. (With half of that, most of the game loop's
- * minors at 2 ms came from the barrier a little early, half as many again
- * as before.) LULL_GC_DEBUG=card-budget=N sets it. */
+ * allocation does not explain; a smaller budget would end the usual
+ * minors a little early, through the barrier, and add minors.
+ * LULL_GC_DEBUG=card-budget=N sets it. */
 static uint32_t card_budget_for(unsigned threads)
 {
     if (lull_cfg.card_budget)
         return lull_cfg.card_budget;      /* LULL_GC_DEBUG=card-budget=N */
     /* While the minors run in idle time (size_for_target), the cards are
      * theirs to scan, in the idle time given: a budget cut to the target
-     * brought them back into the frame (the game loop at 2 ms with one
-     * tracer: 1,065 such minors of 4,155). */
+     * would bring minors back into the program's units of work. */
     double target = (double)policy_g.target_ns;
     if (idle_minors_rule() && policy_g.idle_ns > target)
         target = policy_g.idle_ns;
@@ -420,20 +423,17 @@ static void fit_card_cost(double p, double c, double t)
  * phase less the copying of what they promoted (at the fitted cost of a
  * promoted byte, PER_BYTE_NS_UNMEASURED until there is one), over their
  * cards (moving average, weight 1/2). The fit follows the usual minors,
- * whose cards are few: on bench/graph at 2 ms it said 30 ns while the
- * edge loop's scattered cards took 75 (a budget of 64,000 cards, minors of
- * 4.8-6.4 ms). Until the barrier has asked for one, a card is taken to
- * cost ASKED_CARD_NS_UNMEASURED at least: the first such minor on graph
- * scanned 64,000 cards in 6-7 ms.
+ * whose cards are few and close together; the cards that end a budget are
+ * many and scattered, and cost more each. Until the barrier has asked for
+ * a minor, a card is taken to cost ASKED_CARD_NS_UNMEASURED at least.
  *
  * The copying is taken out because the barrier may ask in the middle of
- * the program's work, when all it has allocated is still alive: the game
- * loop's such minors promoted 1.1 MiB of 1.1 MiB handed out. Counted as
- * the cards' cost, that made a card cost 2 us (CARD_NS_MAX), the budget
- * 1,024 cards, and 4,023 of 5,853 minors the barrier's, each mid-frame with
- * everything surviving: the estimate fed itself. */
+ * the program's work, when all it has allocated is still alive: counted as
+ * the cards' cost, that copying would raise the cost of a card, shrink the
+ * budget, and make the barrier ask for more such minors, each with
+ * everything surviving: the estimate would feed itself. */
 #define ASKED_MIN_CARDS 1024u
-#define ASKED_CARD_NS_UNMEASURED 100.0   /* until one is measured (bench/graph's edge loop: 75-112 ns) */
+#define ASKED_CARD_NS_UNMEASURED 100.0   /* a scattered card's cost until one is measured (ns) */
 static void note_asked_minor(uint64_t promoted, uint64_t cards, uint64_t trace_ns)
 {
     if (cards < ASKED_MIN_CARDS)
@@ -486,8 +486,7 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
  * game at the end of each frame's work, before its deadline) says when
  * the objects those units used are dead: a minor then promotes what lives
  * on, not the unit's temporaries, which a minor in the middle of a unit
- * would promote too (the game loop at pause-target=2ms promotes 89% of its
- * allocation that way, 62% at the default: bench/gameloop's survival_pct).
+ * would promote too.
  * The rule: run a minor now when the nursery would fill before the next
  * call (what is handed out plus the allocation between two calls reaches
  * the nursery's size), and the minor is predicted within the idle time
@@ -599,15 +598,10 @@ int lull_policy_idle_major(uint64_t idle_ns, const char **reason)
  * AGING_TRIAL aging minors. Aging stays on while it promotes at most
  * AGING_GAIN of what minors promoted without it; else it stops, for twice
  * as long as the last stop (at most AGING_STOP_MAX minors), then another
- * trial; a trial that passes brings the stop back to the least.
- * Measured with promotion-age=2 (bench/run; README, Performance, "At
- * promotion-age"): GCBench's temporary trees outlive one minor but not
- * two (4-5% of its allocation promoted against 15-19%: 0.5-0.9x the
- * time); graph's nodes live on, and the game loop's temporaries outlive
- * several minors at 2 ms, while at 5 ms the shrunken nursery promotes
- * more than without aging (81% against 59%): aging costs them 1.4x and
- * 1.6x the time, and auto 1.01-1.07x. promotion-age=2 ages always, 1
- * never. */
+ * trial; a trial that passes brings the stop back to the least. Aging
+ * pays for a program whose temporaries outlive one minor but not two, and
+ * costs one whose objects live on or outlive several minors: auto measures
+ * which this program is, now. promotion-age=2 ages always, 1 never. */
 bool lull_policy_aging(void)
 {
     return lull_cfg.promotion_age == 2 || (lull_cfg.promotion_age == LULL_PROMOTION_AGE_AUTO && policy_g.aging_on);
@@ -687,7 +681,7 @@ void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance)
 }
 
 /* EMPTY blocks kept ready for promotion (space/major.c): twice what a
- * minor promotes on average, at most 64 MiB. */
+ * minor promotes on average, at most MAX_BLOCK_RESERVE. */
 #define MAX_BLOCK_RESERVE ((uint64_t)64 << 20)
 uint64_t lull_policy_block_reserve(void)
 {
@@ -736,7 +730,7 @@ static bool over_allowance(void)
 
 /* A synchronous major is worth its pause when synchronous majors are
  * allowed and evacuation would give back a quarter of the heap, at
- * least 8 MiB (the last major's sweep measured it: the free slots of the
+ * least FRAGMENTED_MIN (the last major's sweep measured it: the free slots of the
  * sparse blocks of the size classes evacuation would empty, major.c). A
  * concurrent major never moves anything, so a heap fragmented by a phase
  * of the program that freed most of what it allocated keeps its sparse
@@ -753,9 +747,8 @@ bool lull_policy_prefers_evacuation(void)
  * or when the heap is fragmented enough to evacuate. Not the evacuating
  * one while the program calls lull_idle between its units of work (at
  * least every third minor): this is the middle of a unit, and an
- * evacuating major stops the world for the whole mark (the game loop's:
- * 44-146 ms, every ~330 collections, where its concurrent majors' pauses
- * are 1-3 ms). It waits for an idle call long enough for it
+ * evacuating major stops the world for the whole mark, many times a
+ * concurrent major's pauses. It waits for an idle call long enough for it
  * (lull_policy_idle_major), an explicit lull_collect, or an allocation
  * that fails; meanwhile the majors are concurrent and the sparse blocks'
  * free slots are refilled where they are. */
@@ -779,8 +772,8 @@ static int start_major(const char **reason)
  * minor), the final pauses fit the idle time it gives (on average:
  * predicted_final_pause_ns) and the allowance is not used up: an allocation is in
  * the middle of a unit of work. Without the wait, the allocation that
- * follows the background's end takes the pause: in the game loop, every
- * one of them, mid-frame. */
+ * follows the background's end takes the pause, in the middle of a unit,
+ * every time. */
 static bool final_pause_waits_for_idle(void)
 {
     return calls_idle() && !over_allowance() &&

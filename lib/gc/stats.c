@@ -1,3 +1,13 @@
+/* stats.c — lull_get_stats: the pause histograms and the collection
+ * counters (stats.h).
+ *
+ * Written by the pause record's listener (lull_stats_pause_listener, on
+ * the thread that collected, world running, gc lock held) and by
+ * lull_stats_reset (lull_init); read by lull_get_stats from any thread.
+ * Both under stats_lock, never taken while the world is stopped (a
+ * stopped thread may hold it). Invariants: a pause is counted once, in
+ * the histogram of all pauses and in its kind's (a minor's, or a
+ * major's, whichever of its pauses). */
 #include "gc/stats.h"
 #include "gc/pacer.h"
 #include "trace/mark.h"
@@ -65,16 +75,19 @@ uint64_t lull_hist_quantile(const lull_histogram *h, double q)
     return h->max;
 }
 
+/* The pause histograms by kind: a minor's pause, or a major's (any of its
+ * pauses: synchronous, initial, final). */
+enum { HIST_MINOR, HIST_MAJOR };
+
 /* The statistics: one instance, under its own lock (written by the
  * thread that collected, read by lull_get_stats from any thread). */
 static struct {
     pthread_mutex_t stats_lock;
-    lull_histogram pauses, pauses_by_kind[2];   /* [LULL_PAUSE_MINOR/MAJOR] */
+    lull_histogram pauses, pauses_by_kind[2];   /* [HIST_MINOR/MAJOR] */
     uint64_t collections_minor, collections_major, collections_major_sync;
     uint64_t live_after_major;
     uint64_t bytes_promoted, bytes_aged;
     uint64_t objects_evacuated, bytes_evacuated;
-    /* Updated without the lock (the queueing happens in a pause). */
 } stats_g = { .stats_lock = PTHREAD_MUTEX_INITIALIZER };
 
 void lull_stats_lock_for_fork(void)
@@ -100,7 +113,7 @@ void lull_stats_reset(void)
     pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
-void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
+static void record_pause(int kind, uint64_t ns)
 {
     pthread_mutex_lock(&stats_g.stats_lock);
     lull_hist_add(&stats_g.pauses, ns);
@@ -108,13 +121,13 @@ void lull_stats_record_pause(enum lull_pause_kind kind, uint64_t ns)
     pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
-void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, uint64_t live_bytes,
-                                  uint64_t promoted_bytes, uint64_t aged_bytes)
+static void record_collection(int kind, int synchronous, uint64_t live_bytes, uint64_t promoted_bytes,
+                              uint64_t aged_bytes)
 {
     pthread_mutex_lock(&stats_g.stats_lock);
     stats_g.bytes_promoted += promoted_bytes;
     stats_g.bytes_aged += aged_bytes;
-    if (kind == LULL_PAUSE_MINOR) {
+    if (kind == HIST_MINOR) {
         stats_g.collections_minor++;
     } else {
         stats_g.collections_major++;
@@ -125,12 +138,23 @@ void lull_stats_record_collection(enum lull_pause_kind kind, int synchronous, ui
     pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
-void lull_stats_note_evacuated(uint64_t objects, uint64_t bytes)
+static void note_evacuated(uint64_t objects, uint64_t bytes)
 {
     pthread_mutex_lock(&stats_g.stats_lock);
     stats_g.objects_evacuated += objects;
     stats_g.bytes_evacuated += bytes;
     pthread_mutex_unlock(&stats_g.stats_lock);
+}
+
+void lull_stats_pause_listener(const lull_pause_record *r, void *data)
+{
+    (void)data;
+    int kind = r->kind == LULL_PAUSE_MINOR ? HIST_MINOR : HIST_MAJOR;
+    record_pause(kind, r->pause_ns);
+    if (r->kind != LULL_PAUSE_INITIAL)
+        record_collection(kind, r->synchronous, r->live, r->promoted, r->aged);
+    if (r->evac_objects)
+        note_evacuated(r->evac_objects, r->evac_bytes);
 }
 
 void lull_get_stats(lull_stats *s)
@@ -155,7 +179,7 @@ void lull_get_stats(lull_stats *s)
     s->bytes_evacuated = stats_g.bytes_evacuated;
     s->finalizers_queued = lull_finalize_queued_total();
     s->finalizers_run = lull_finalizers_run_total();
-    const lull_histogram *mi = &stats_g.pauses_by_kind[LULL_PAUSE_MINOR], *ma = &stats_g.pauses_by_kind[LULL_PAUSE_MAJOR];
+    const lull_histogram *mi = &stats_g.pauses_by_kind[HIST_MINOR], *ma = &stats_g.pauses_by_kind[HIST_MAJOR];
     s->pauses_minor = mi->count;
     s->pause_minor_max_ns = mi->max;
     s->pause_minor_p50_ns = lull_hist_quantile(mi, 0.50);
