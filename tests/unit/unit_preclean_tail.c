@@ -3,13 +3,15 @@
  * most 5 ms"), each checked where a test can see it, and both under
  * verify-concurrent and check-mod-union (nothing may be lost by them):
  *
- * 1. The preclean goes on after the mark is done, until the final pause
- *    (mark.c: preclean_tail). The mark is declared done, the program then
- *    stores into every one of 200,000 old nodes without allocating (no
- *    slow path runs the final pause meanwhile), waits, and ends the mark:
- *    its final pause must rescan at most PRECLEAN_ENOUGH (4,096) cards,
- *    where without the tail it rescans every card the stores dirtied
- *    (about 19,000).
+ * 1. The final pause stays small when the program stores a lot after the
+ *    mark is done. The program stores into every one of 200,000 old nodes
+ *    without allocating, waits, and ends the mark: its final pause must
+ *    rescan at most PRECLEAN_ENOUGH (4,096) cards, where it would rescan
+ *    every card the stores dirtied (about 19,000) if nothing cleaned them
+ *    first. Two mechanisms see to it, whichever comes first: the preclean
+ *    goes on after the mark is done (mark.c: preclean_tail), and the
+ *    stores' slow path (every 1,024 stores during a mark) runs the final
+ *    pause of a done mark.
  *
  * 2. The initial pause leaves a big young large object to the background
  *    markers instead of visiting its slots (mark.c: defer_young_large):
