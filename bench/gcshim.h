@@ -448,7 +448,11 @@ static inline uint64_t gcshim_fold(uint64_t h, uint64_t w) { return gcshim_mix64
  *         pauses, majors_sync the majors that marked with the world stopped,
  *         promoted_mib what minors copied out of the nursery and survival_pct
  *         that over all allocation: lull_stats.bytes_promoted; aged_mib what they
- *         copied into the nursery's aging space, lull_stats.bytes_aged)]
+ *         copied into the nursery's aging space, lull_stats.bytes_aged;
+ *         live_mib what the last major found live, heap_exit_mib the heap at
+ *         the end, heap_to_live their ratio, goal_mib the heap goal,
+ *         sync_finishes the concurrent marks finished with the world stopped,
+ *         paced_waits/paced_ms the program's waits for the markers)]
  *        [markers=N   (Boehm: marker threads)] checksum=<16 hex digits> <extra>
  * PAUSES gc=<name> bench=<bench> n=<count> us=<d1>,<d2>,...   (every pause logged)
  * All pause figures come from the pause log through gcshim_summarise_pauses
@@ -462,18 +466,23 @@ static inline void gcshim_report(const char *bench, uint64_t time_ns, uint64_t c
         exit(1);
     }
     gcshim_pause_summary all = gcshim_summarise_pauses(logged, -1);
-    char kinds[448] = "";
+    char kinds[640] = "";
 #ifndef USE_BOEHM
     gcshim_pause_summary mi = gcshim_summarise_pauses(logged, 0), ma = gcshim_summarise_pauses(logged, 1);
     lull_stats ls;
     lull_get_stats(&ls);
     snprintf(kinds, sizeof kinds,
              " markers=%d minor_pauses=%llu minor_p50_us=%.1f minor_p99_us=%.1f minor_max_us=%.1f major_pauses=%llu "
-             "major_max_us=%.1f majors_sync=%llu promoted_mib=%.1f survival_pct=%.1f aged_mib=%.1f", gcshim_markers(),
+             "major_max_us=%.1f majors_sync=%llu promoted_mib=%.1f survival_pct=%.1f aged_mib=%.1f "
+             "live_mib=%.1f heap_exit_mib=%.1f heap_to_live=%.2f goal_mib=%.1f sync_finishes=%llu paced_waits=%llu "
+             "paced_ms=%.1f", gcshim_markers(),
              (unsigned long long)mi.n, mi.p50_ns / 1e3, mi.p99_ns / 1e3, mi.max_ns / 1e3, (unsigned long long)ma.n,
              ma.max_ns / 1e3, (unsigned long long)ls.collections_major_sync, ls.bytes_promoted / 1048576.0,
              ls.bytes_allocated ? 100.0 * (double)ls.bytes_promoted / (double)ls.bytes_allocated : 0.0,
-             ls.bytes_aged / 1048576.0);
+             ls.bytes_aged / 1048576.0, ls.live_bytes_after_major / 1048576.0, ls.heap_bytes / 1048576.0,
+             ls.live_bytes_after_major ? (double)ls.heap_bytes / (double)ls.live_bytes_after_major : 0.0,
+             ls.heap_goal_bytes / 1048576.0, (unsigned long long)ls.mark_finishes_sync,
+             (unsigned long long)ls.paced_waits, ls.paced_wait_ns / 1e6);
 #else
     snprintf(kinds, sizeof kinds, " markers=%d", gcshim_markers());
 #endif

@@ -22,6 +22,13 @@
  * bitmap by registration number), intact; at the end, with every handle
  * freed and every holder cleared, a few majors must finalize all of them.
  *
+ * Weak handles to old objects: at the end, a thread makes OLD_WEAK objects
+ * old (a minor, with a holder keeping them), takes a WEAK or WEAK_TRACK
+ * handle to each, drops the holder and exits; after three majors every one
+ * of those handles must read NULL. Only a major can clear them (a minor
+ * leaves old objects alone), so this is what fails if majors stop clearing
+ * weak handles.
+ *
  * The run must show what it tests happened: weak handles were cleared,
  * objects were finalized while the mutators ran, and, with concurrent
  * majors, marks ended (the pause hook's phases).
@@ -195,6 +202,55 @@ static void *mutator_main(void *arg)
     return NULL;
 }
 
+/* The end's weak handles to old objects (see the top). */
+#define OLD_WEAK 256
+static struct holder *old_holder;      /* a precise root while they are made old */
+static lull_handle old_weak[OLD_WEAK];
+
+static void *make_old_weak(void *arg)
+{
+    (void)arg;
+    if (lull_thread_attach() != 0)
+        stress_fail("lull_thread_attach failed");
+    old_holder = lull_alloc_array(&holder_type, OLD_WEAK);
+    if (!old_holder)
+        stress_fail("holder allocation failed");
+    for (int i = 0; i < OLD_WEAK; i++)
+        lull_store(old_holder, &old_holder->slot[i], stress_sobj_new(9000000 + (uint64_t)i, 4));
+    lull_collect(LULL_GEN_NURSERY);
+    lull_collect(LULL_GEN_NURSERY);
+    for (int i = 0; i < OLD_WEAK; i++) {
+        old_weak[i] = lull_handle_new(old_holder->slot[i], i % 2 ? LULL_HANDLE_WEAK : LULL_HANDLE_WEAK_TRACK);
+        if (!old_weak[i] || !stress_sobj_ok(lull_handle_get(old_weak[i]), 9000000 + (uint64_t)i))
+            stress_fail("weak handle %d to an old object is wrong while the object is held", i);
+    }
+    old_holder = NULL;
+    lull_thread_detach();
+    return NULL;
+}
+
+static void check_old_weak_cleared(void)
+{
+    if (lull_root_add_refs((void **)&old_holder, 1))
+        stress_fail("lull_root_add_refs failed");
+    pthread_t t;
+    if (pthread_create(&t, NULL, make_old_weak, NULL) != 0)
+        stress_fail("pthread_create failed");
+    pthread_join(t, NULL);
+    for (int i = 0; i < 3; i++)
+        lull_collect(LULL_GEN_MAJOR);
+    int kept = 0;
+    for (int i = 0; i < OLD_WEAK; i++) {
+        if (lull_handle_get(old_weak[i]))
+            kept++;
+        lull_handle_free(old_weak[i]);
+    }
+    lull_root_remove((void **)&old_holder);
+    if (kept)
+        stress_fail("%d of %d weak handles to dropped old objects still read their object after three majors",
+                    kept, OLD_WEAK);
+}
+
 int main(int argc, char **argv)
 {
     stress_parse_args("stress_handles", argc, argv, 5, NULL, NULL);
@@ -211,6 +267,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
     atomic_store(&mutators_done, true);
+    check_old_weak_cleared();
     /* Everything finalizable is unreachable now: a few majors find it all. */
     unsigned want = atomic_load(&fin_registered);
     for (int i = 0; i < 200 && atomic_load(&fin_run) < want; i++) {

@@ -87,6 +87,8 @@ typedef struct lull_pause_record {
     /* The heap. */
     uint64_t heap_at_end;         /* bytes held when the pause ended (the timeline's counter) */
     uint64_t last_live;           /* live bytes the last major found */
+    uint64_t heap_goal;           /* the heap goal in force at the end (gc/pacer.h) */
+    uint64_t memory_limit;        /* the soft memory limit (0: none) */
     uint64_t heap_after;          /* bytes held once the released memory went back (the log) */
 } lull_pause_record;
 

@@ -100,6 +100,7 @@ static const kind_info kinds[LULL_TL_NKINDS] = {
     [LULL_TL_PRECLEAN]       = { "preclean", "background", 'X', "cards", NULL, NULL },
     [LULL_TL_BG_SWEEP]       = { "background sweep", "background", 'X', "blocks", NULL, NULL },
     [LULL_TL_COUNTERS]       = { "heap", "counter", 'C', "heap_bytes", "nursery_bytes", "live_bytes" },
+    [LULL_TL_GOAL]           = { "heap goal", "counter", 'C', "goal_bytes", "limit_bytes", NULL },
 };
 
 /* ---- recording (any thread; no lock, no allocation) ---- */
@@ -164,6 +165,7 @@ void lull_timeline_pause_listener(const lull_pause_record *r, void *data)
     lull_timeline_record(pause_kind[r->kind], r->t0, r->pause_ns, r->collection, r->promoted, r->live, r->reason);
     lull_timeline_record(LULL_TL_COUNTERS, at[LULL_STEP_END], 0, r->heap_at_end, r->nursery_before, r->last_live,
                          NULL);
+    lull_timeline_record(LULL_TL_GOAL, at[LULL_STEP_END], 0, r->heap_goal, r->memory_limit, 0, NULL);
 }
 
 /* ---- writing (the writer thread; at the end, the stopping thread) ---- */

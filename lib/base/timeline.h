@@ -62,6 +62,8 @@ enum lull_tl_kind {
     /* counters (ring 0): a = heap bytes, b = nursery bytes in use, c = live
      * bytes the last major found */
     LULL_TL_COUNTERS,
+    /* counter (ring 0): a = the heap goal (gc/pacer.h), b = the memory limit (0: none) */
+    LULL_TL_GOAL,
     LULL_TL_NKINDS
 };
 

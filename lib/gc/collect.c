@@ -36,6 +36,7 @@
 #include "gc/finalizers.h"
 #include "gc/heapshot.h"
 #include "gc/policy.h"
+#include "gc/pacer.h"
 #include "gc/stats.h"
 #include "gc/threads.h"
 #include "space/heap.h"
@@ -232,6 +233,8 @@ static void pause_end(lull_pause_record *r, lull_thread *self)
     r->heap_at_end = lull_heap_bytes_held();
     r->nursery_before = lull_nursery_size();
     r->last_live = collect_g.last_live;
+    r->heap_goal = lull_policy_heap_goal();
+    r->memory_limit = lull_pacer_memory_limit();
     /* The nursery's size for the next minor: only a pause that ran a minor
      * measures one, and only a minor's own pause measures a minor's pause. */
     if (r->minor)
@@ -485,12 +488,18 @@ void lull_collect_locked(int what, const char *reason)
 }
 
 /* Wait, without the gc lock, until the background job of mark cycle
- * `cycle` is done; false: another thread finished that mark meanwhile. */
+ * `cycle` is done, or EXPLICIT_WAIT_NS have passed (the caller then
+ * finishes it with the world stopped: an explicit request returns in
+ * bounded time while other threads keep storing); false: another thread
+ * finished that mark meanwhile. The wait sleeps on the mark's progress. */
+#define EXPLICIT_WAIT_NS 5000000000ull
 static bool wait_for_mark(uint64_t cycle)
 {
-    while (lull_marking() && lull_mark_cycle() == cycle && !lull_mark_ready()) {
+    uint64_t t0 = lull_now_ns();
+    while (lull_marking() && lull_mark_cycle() == cycle && !lull_mark_ready() &&
+           lull_now_ns() - t0 < EXPLICIT_WAIT_NS) {
         lull_gc_unlock();
-        usleep(200);
+        lull_mark_wait_progress(1000000);
         lull_gc_lock();
     }
     return lull_marking() && lull_mark_cycle() == cycle;

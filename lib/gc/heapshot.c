@@ -85,7 +85,7 @@ static void shot_count_marked(uintptr_t obj, void *ctx)
 #define SHOT_CHUNK 64u
 static struct {
     heap_shot *part[LULL_MAX_WORKERS + 1];   /* by tracer id; gc lock held */
-    atomic_uint next_block;
+    atomic_size_t next_block;
     uint32_t frontier;
 } shot_g;
 
@@ -103,13 +103,9 @@ static void shot_job(lull_tracer *tr, void *arg)
 {
     (void)arg;
     heap_shot *h = shot_g.part[tr->id];
-    for (;;) {
-        uint32_t b0 = atomic_fetch_add_explicit(&shot_g.next_block, SHOT_CHUNK, memory_order_relaxed);
-        if (b0 >= shot_g.frontier)
-            break;
-        uint32_t b1 = shot_g.frontier - b0 > SHOT_CHUNK ? b0 + SHOT_CHUNK : shot_g.frontier;
-        lull_trace_old_objects_in(b0, b1, false, true, shot_count, h);
-    }
+    size_t b0, b1;
+    while (lull_claim(&shot_g.next_block, shot_g.frontier, SHOT_CHUNK, &b0, &b1))
+        lull_trace_old_objects_in((uint32_t)b0, (uint32_t)b1, false, true, shot_count, h);
 }
 
 /* Add `from` (cleared as it is read) into `into`. */
