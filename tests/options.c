@@ -384,6 +384,8 @@ static void test_log(void)
     const char *last = strstr(out, want[3]);
     CHECK(strstr(last, ", live ") && strstr(last, " MiB, heap ") && strstr(last, "concurrent mark done"),
           "LULL_GC_DEBUG=log: the major's line has no live and heap size, or no word of its mark: \"%s\"", out);
+    CHECK(strstr(last, "; pacer: goal ") && strstr(last, "(growth 100%, limit none)") && strstr(last, " paced waits "),
+          "LULL_GC_DEBUG=log: the major's line does not give the pacer's state: \"%s\"", out);
     printf("options: LULL_GC_DEBUG=log: one line per collection\n");
 }
 

@@ -141,12 +141,12 @@ static void log_major(const lull_pause_record *r)
         log_concurrent(r, conc, sizeof conc);
     fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
             "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s%s; the "
-            "next starts after %.1f MiB of a %.1f MiB allowance%s\n",
+            "next starts after %.1f MiB of a %.1f MiB allowance; pacer: %s%s\n",
             (unsigned long long)r->collection, r->reason, (double)r->pause_ns / 1e6,
             (double)r->promoted / 1024.0, r->minor ? (double)r->promoted_by_workers / 1024.0 : 0.0,
             (double)r->live / 1048576.0, (double)r->heap_after / 1048576.0, (unsigned long long)r->marked,
             (unsigned long long)(r->marked - r->marked_by_stopper), evac, conc,
-            (double)r->trigger / 1048576.0, (double)r->allowance / 1048576.0,
+            (double)r->trigger / 1048576.0, (double)r->allowance / 1048576.0, r->pacer,
             r->overflowed ? " (mark stack overflowed)" : "");
 }
 

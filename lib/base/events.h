@@ -79,6 +79,8 @@ typedef struct lull_pause_record {
     uint32_t evac_blocks;
     uint64_t evac_objects, evac_bytes;
     uint64_t trigger, allowance;  /* pacing of the next major */
+    char pacer[224];              /* the heap goal's state (gc/pacer.h: lull_pacer_describe) and the
+                                     program's paced waits so far; majors only */
     uint64_t deferred_young;      /* initial pause: young large bytes left to the markers */
     /* A final pause: the concurrent mark's work. */
     unsigned mark_workers;

@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -199,6 +200,12 @@ static void pause_report(lull_pause_record *r)
         lull_mark_evacuated(&r->evac_classes, &r->evac_blocks, &r->evac_objects, &r->evac_bytes);
         lull_mark_last_work(&r->marked, &r->marked_by_stopper);
         lull_policy_pacing(&r->trigger, &r->allowance);
+        uint64_t waits, waited_ns;
+        lull_mark_paced(&waits, &waited_ns);
+        int n = lull_pacer_describe(r->pacer, sizeof r->pacer);
+        if (n > 0 && (size_t)n < sizeof r->pacer)
+            snprintf(r->pacer + n, sizeof r->pacer - (size_t)n, ", %llu paced waits (%.1f ms) so far",
+                     (unsigned long long)waits, (double)waited_ns / 1e6);
         r->overflowed = lull_mark_overflows() != 0;
     }
     if (r->kind == LULL_PAUSE_FINAL) {
