@@ -492,9 +492,9 @@ int lull_idle(uint64_t ns);
 /* The heap goal (LULL_GC_PARAMS heap-growth; 100 unless set): after each
  * major the heap may grow to live x (1 + percent / 100) (live: what that
  * major found, at least 4 MiB) before the next major is due; concurrent
- * majors are started early enough to end there. Takes effect from the next
- * major's end (the goal in force is recomputed at once from the last live
- * size). Returns 0, or -EINVAL for a percent outside [LULL_HEAP_GROWTH_MIN,
+ * majors are started early enough to end there. Takes effect at once: the
+ * goal in force is recomputed from the last major's live size. Returns 0,
+ * or -EINVAL for a percent outside [LULL_HEAP_GROWTH_MIN,
  * LULL_HEAP_GROWTH_MAX]. Any thread; takes the gc lock; never collects.
  * Misuse before lull_init (abort). */
 #define LULL_HEAP_GROWTH_MIN 1u
