@@ -215,6 +215,33 @@ void lull__store_outside_heap(void *obj, void *slot, void *value);
 void lull__cards_slow(void);
 void lull__mark_stores_slow(void *obj, void *slot, void *value);   /* lull_store's arguments: no moves */
 
+/* The minors' half of lull_store (and of lull__mark_stores_slow), after
+ * the store and the mark's card: the card of a young reference, counted.
+ * off: the slot's offset in the heap's range. */
+static inline void lull__store_young(void *slot, void *value, uintptr_t off)
+{
+    uintptr_t v = (uintptr_t)value;
+    uintptr_t ls = __atomic_load_n(&lull__barrier.large_start, __ATOMIC_RELAXED);
+    if (v - lull__barrier.young_start < lull__barrier.young_size ||
+        v - ls < __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls) {
+        uint8_t *card = lull__barrier.cards + (off >> LULL__CARD_SHIFT);
+        if (!__atomic_load_n(card, __ATOMIC_RELAXED)) {
+            __atomic_store_n(card, (uint8_t)1, __ATOMIC_RELAXED);
+            __asm__ __volatile__("" : : "r"(value));
+            /* Count the card if a minor scans it: not one of the nursery
+             * or of a young large object. Last: the store is in the heap
+             * and on a marked card, where the minor this may run finds it. */
+            uintptr_t s = (uintptr_t)slot;
+            if (s - lull__barrier.young_start >= lull__barrier.young_size &&
+                s - ls >= __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls &&
+                __builtin_expect(--lull__tlab.cards_left == 0, 0))
+                lull__cards_slow();
+            return;
+        }
+    }
+    __asm__ __volatile__("" : : "r"(value));
+}
+
 /*
  * Store `value` (a reference or NULL) into `slot`, which lies inside heap
  * object `obj`, and record the store for the collector. Release ordering: a
@@ -256,33 +283,6 @@ void lull__mark_stores_slow(void *obj, void *slot, void *value);   /* lull_store
  * that starts a mark stored before the mark began, which the mark then
  * sees in the heap.
  */
-/* The minors' half of lull_store (and of lull__mark_stores_slow), after
- * the store and the mark's card: the card of a young reference, counted.
- * off: the slot's offset in the heap's range. */
-static inline void lull__store_young(void *slot, void *value, uintptr_t off)
-{
-    uintptr_t v = (uintptr_t)value;
-    uintptr_t ls = __atomic_load_n(&lull__barrier.large_start, __ATOMIC_RELAXED);
-    if (v - lull__barrier.young_start < lull__barrier.young_size ||
-        v - ls < __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls) {
-        uint8_t *card = lull__barrier.cards + (off >> LULL__CARD_SHIFT);
-        if (!__atomic_load_n(card, __ATOMIC_RELAXED)) {
-            __atomic_store_n(card, (uint8_t)1, __ATOMIC_RELAXED);
-            __asm__ __volatile__("" : : "r"(value));
-            /* Count the card if a minor scans it: not one of the nursery
-             * or of a young large object. Last: the store is in the heap
-             * and on a marked card, where the minor this may run finds it. */
-            uintptr_t s = (uintptr_t)slot;
-            if (s - lull__barrier.young_start >= lull__barrier.young_size &&
-                s - ls >= __atomic_load_n(&lull__barrier.large_end, __ATOMIC_RELAXED) - ls &&
-                __builtin_expect(--lull__tlab.cards_left == 0, 0))
-                lull__cards_slow();
-            return;
-        }
-    }
-    __asm__ __volatile__("" : : "r"(value));
-}
-
 static inline void lull_store(void *obj, void *slot, void *value)
 {
     uintptr_t off = (uintptr_t)slot - lull__barrier.heap_start;
