@@ -240,7 +240,7 @@ static void pause_end(lull_pause_record *r, lull_thread *self)
     r->heap_at_end = lull_heap_bytes_held();
     r->nursery_before = lull_nursery_size();
     r->last_live = collect_g.last_live;
-    r->heap_goal = lull_policy_heap_goal();
+    r->heap_goal = lull_pacer_goal();
     r->memory_limit = lull_pacer_memory_limit();
     /* The nursery's size for the next minor: only a pause that ran a minor
      * measures one, and only a minor's own pause measures a minor's pause. */

@@ -27,7 +27,8 @@
 void lull_pacer_init(unsigned growth_percent, size_t memory_limit);
 
 /* The allowance for a live heap of `live` bytes with a nursery of
- * `nursery` bytes (the goal less live). */
+ * `nursery` bytes (the goal less live); both become the goal in force
+ * (lull_pacer_goal). */
 uint64_t lull_pacer_allowance(uint64_t live, uint64_t nursery);
 
 /* The goal in force: live at the last major plus the allowance. */

@@ -907,8 +907,3 @@ uint64_t lull_policy_sync_finishes(void)
 {
     return __atomic_load_n(&policy_g.sync_finishes, __ATOMIC_RELAXED);
 }
-
-uint64_t lull_policy_heap_goal(void)
-{
-    return lull_pacer_goal();
-}

@@ -117,8 +117,7 @@ void lull_policy_note_aging(bool may_age, uint64_t handed, uint64_t promoted);
 size_t lull_policy_size_heap(lull_config *cfg);
 
 void lull_policy_init(void);
-/* Running marks finished with the world stopped (lull_stats); the heap goal. */
+/* Running marks finished with the world stopped (lull_stats). */
 uint64_t lull_policy_sync_finishes(void);
-uint64_t lull_policy_heap_goal(void);
 
 #endif

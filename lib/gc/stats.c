@@ -200,7 +200,7 @@ void lull_get_stats(lull_stats *s)
         s->majors_idle = lull_policy_majors_idle();
         s->pause_target_ns = lull_policy_pause_target();
         s->nursery_bytes = lull_nursery_size();
-        s->heap_goal_bytes = lull_policy_heap_goal();
+        s->heap_goal_bytes = lull_pacer_goal();
         s->memory_limit_bytes = lull_pacer_memory_limit();
         lull_mark_paced(&s->paced_waits, &s->paced_wait_ns);
         s->mark_finishes_sync = lull_policy_sync_finishes();
