@@ -222,6 +222,11 @@ static int apply_debug(lull_config *c, const char *source, const char *key, cons
             return bad(source, key, val ? val : "", "expected microseconds, 0 to 1000000");
         c->mark_delay_us = (unsigned)u;
     }
+    else if (!strcmp(key, "join-delay")) {
+        if (!val || parse_uint(val, 1000000, &u))
+            return bad(source, key, val ? val : "", "expected microseconds, 0 to 1000000");
+        c->join_delay_us = (unsigned)u;
+    }
     else if (!strcmp(key, "card-budget")) {
         if (!val || parse_uint(val, 1u << 30, &u) || u == 0)
             return bad(source, key, val ? val : "", "expected a number of cards, 1 to 1073741824");

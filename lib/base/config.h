@@ -57,6 +57,7 @@ typedef struct lull_config {
     bool verify_concurrent;       /* final pause: re-mark from the roots, every reachable object marked */
     bool check_mod_union;         /* final pause: marked -> unmarked references lie on dirty cards */
     unsigned mark_delay_us;       /* the background marker sleeps this long every 64 objects */
+    unsigned join_delay_us;       /* a worker sleeps this long before it joins a pause's job */
     uint32_t card_budget;         /* card-budget=N: every thread's card budget (policy.c); 0 = fitted */
     bool alloc_slow;              /* every allocation through the slow path (its probes see each one) */
     char heap_shot_file[512];     /* heap-shot=FILE: a per-type snapshot of every major appended; "" = off */

@@ -139,7 +139,7 @@ static void shot_take(heap_shot *h, lull_tracer *tr)
     }
     shot_g.frontier = lull_frontier();
     atomic_store_explicit(&shot_g.next_block, 0, memory_order_relaxed);
-    lull_workers_run(shot_job, NULL, tr);
+    lull_workers_run(shot_job, NULL, tr, NULL);
     for (unsigned i = 0; i < n; i++)
         shot_add(h, shot_g.part[i]);
     lull_nursery_each_object(shot_count_marked, h);

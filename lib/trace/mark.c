@@ -559,9 +559,9 @@ static void drain_round(lull_tracer *tr)
     }
     if (tr->cur)
         lull_tracer_share_older(tr);
-    atomic_store(&mark_g.active, (int)markers);
+    atomic_store(&mark_g.active, 1);        /* the workers that join add themselves */
     uint64_t before = tr->scanned;
-    lull_workers_run(mark_job, NULL, tr);
+    lull_workers_run(mark_job, NULL, tr, &mark_g.active);
     mark_g.scanned_by_stopper += tr->scanned - before;
     LULL_ASSERT(!lull_trace_shared_nonempty() && atomic_load(&mark_g.active) == 0);
 }

@@ -571,7 +571,7 @@ static void drain_rest(minor_tracer *self)
 /* Step 2: copy from precise roots (this thread), then cards, pinned
  * objects and the copies (every tracer: copy_job), then what no grey-stack
  * section could hold (this thread, to the end). */
-static void copy_all(lull_tracer *tr, unsigned ntracers)
+static void copy_all(lull_tracer *tr)
 {
     minor_tracer *self = &minor_g.mt[0];
     lull_roots_scan(NULL, forward_slot, self);
@@ -579,8 +579,8 @@ static void copy_all(lull_tracer *tr, unsigned ntracers)
     if (minor_g.parallel) {
         if (tr->cur)
             lull_tracer_share_older(tr);
-        atomic_store(&minor_g.active, (int)ntracers);
-        lull_workers_run(copy_job, NULL, tr);
+        atomic_store(&minor_g.active, 1);      /* the workers that join add themselves */
+        lull_workers_run(copy_job, NULL, tr, &minor_g.active);
     } else {
         copy_job(tr, NULL);
     }
@@ -708,7 +708,7 @@ uint64_t lull_nursery_collect(bool may_age)
     pin_roots(&tr);
 
     uint64_t t_trace = lull_now_ns();
-    copy_all(&tr, ntracers);
+    copy_all(&tr);
     uint64_t t_weak = lull_now_ns();
     LULL_TL(LULL_TL_MINOR_COPY, t_trace, t_weak - t_trace, 0, 0, 0, NULL);
     weak_pass(self);

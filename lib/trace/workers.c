@@ -1,12 +1,14 @@
 /* workers.c — the collector's worker threads (workers.h). */
 #include "trace/workers.h"
 #include "base/gclock.h"
+#include "base/config.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/timeline.h"
 #include "base/util.h"
@@ -21,7 +23,9 @@ static struct {
     unsigned        wanted;      /* what lull_init asked for */
     uint64_t        job_seq;     /* bumped for every job */
     uint64_t        start_seq;   /* job_seq when the threads were started */
-    unsigned        running;     /* workers still inside the current job */
+    unsigned        running;     /* workers that joined the current job and are still in it */
+    bool            job_closed;  /* the caller's own call returned: no worker joins any more */
+    atomic_int     *job_active;  /* the job's termination count, bumped by each joiner */
     unsigned        width;       /* workers that take part in pause jobs */
     unsigned        pause_wanted;
     lull_worker_job job;
@@ -61,8 +65,20 @@ static void *worker_main(void *arg)
             break;
         if (workers_g.job_seq != seen) {
             seen = workers_g.job_seq;
-            if (id >= workers_g.width)
-                continue;          /* a pause job for fewer workers */
+            if (id >= workers_g.width || workers_g.job_closed)
+                continue;          /* a pause job for fewer workers, or one already over */
+            if (lull_cfg.join_delay_us) {
+                /* LULL_GC_DEBUG=join-delay: a worker that comes late to
+                 * the job, as a descheduled one does. */
+                pthread_mutex_unlock(&workers_g.lock);
+                usleep(lull_cfg.join_delay_us);
+                pthread_mutex_lock(&workers_g.lock);
+                if (workers_g.job_seq != seen || workers_g.job_closed)
+                    continue;
+            }
+            workers_g.running++;
+            if (workers_g.job_active)
+                atomic_fetch_add(workers_g.job_active, 1);
             lull_worker_job job = workers_g.job;
             void *jarg = workers_g.arg;
             pthread_mutex_unlock(&workers_g.lock);
@@ -258,7 +274,7 @@ void lull_workers_background_kick(void)
     pthread_mutex_unlock(&workers_g.lock);
 }
 
-void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self)
+void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self, atomic_int *active)
 {
     if (!workers_g.width) {
         job(self, arg);
@@ -268,7 +284,8 @@ void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self)
     LULL_ASSERT(workers_g.running == 0 && !workers_g.bg_running && !workers_g.bg_posted);
     workers_g.job = job;
     workers_g.arg = arg;
-    workers_g.running = workers_g.width;
+    workers_g.job_active = active;
+    workers_g.job_closed = false;
     workers_g.job_seq++;
     pthread_cond_broadcast(&workers_g.wake);
     pthread_mutex_unlock(&workers_g.lock);
@@ -276,6 +293,7 @@ void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self)
     job(self, arg);
 
     pthread_mutex_lock(&workers_g.lock);
+    workers_g.job_closed = true;
     while (workers_g.running)
         pthread_cond_wait(&workers_g.done, &workers_g.lock);
     pthread_mutex_unlock(&workers_g.lock);

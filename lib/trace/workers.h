@@ -67,9 +67,16 @@ void lull_workers_background_kick(void);
 /* Sleep up to ns, or until a kick or a stop, whichever comes first. */
 void lull_workers_background_nap(uint64_t ns);
 
-/* Run job(tracer, arg) on every worker and on the calling thread with
- * `self`, and return when all calls have returned. Only the thread that
- * stopped the world calls it, with the gc lock held. */
-void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self);
+/* Run job(tracer, arg) on the calling thread with `self` and on every
+ * worker that joins in time, and return when every call has returned.
+ * A worker joins when it wakes to the job before the caller's own call
+ * has returned; one that wakes later (descheduled) never runs it, so the
+ * caller waits only for workers that are working, never for one to be
+ * scheduled. The job therefore claims its work dynamically and cannot
+ * count on how many run it. `active` (may be NULL): a joining worker adds
+ * 1 to it before its call, so a drain's termination count (trace.h)
+ * starts at 1, the caller. Only the thread that stopped the world calls
+ * it, with the gc lock held. */
+void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self, atomic_int *active);
 
 #endif
