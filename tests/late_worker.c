@@ -6,13 +6,15 @@
  * that thread come to every pause's job a second late, as a descheduled one
  * does on a machine with more runnable threads than cores. The stopping
  * thread does the whole job itself and the pause ends without it: every
- * minor and every stop-the-world major here must take well under the
- * delay, and the list they copied and marked must be intact.
+ * minor and every stop-the-world major here must end before the worker
+ * comes (one that waits for it takes the whole delay or more; under
+ * ThreadSanitizer beside another test these pauses take up to about half
+ * of it on their own), and the list they copied and marked must be intact.
  */
 #include "check.h"
 
 #define DELAY_MS 1000
-#define NODES    50000u
+#define NODES    20000u
 
 static uint64_t worst_ns, npauses;
 
@@ -42,7 +44,7 @@ int main(void)
     printf("late_worker: %llu pauses, longest %.3f ms (the worker comes %d ms late)\n",
            (unsigned long long)npauses, (double)worst_ns / 1e6, DELAY_MS);
     CHECK(npauses >= 4, "only %llu pauses", (unsigned long long)npauses);
-    CHECK(worst_ns < (uint64_t)DELAY_MS * 1000000 / 2,
+    CHECK(worst_ns < (uint64_t)DELAY_MS * 1000000 * 9 / 10,
           "a pause took %.3f ms: it waited for the late worker", (double)worst_ns / 1e6);
     lull_shutdown();
     return 0;
