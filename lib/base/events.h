@@ -69,6 +69,7 @@ typedef struct lull_pause_record {
     bool aging_paused;            /* promotion-age=auto and the next minor ages nothing */
     size_t nursery_before, nursery_after;    /* the nursery's size before and after the policy resized it */
     double predicted_minor_ns, card_ns;
+    double minor_margin;            /* the nursery's margin for the model's error (policy.c) */
     uint32_t card_budget;
     /* The major. */
     uint64_t live;                /* live bytes the sweep found */

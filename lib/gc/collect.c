@@ -193,6 +193,7 @@ static void pause_report(lull_pause_record *r)
         r->trace_ns = lull_nursery_trace_ns();
         r->aging_paused = lull_cfg.promotion_age == LULL_PROMOTION_AGE_AUTO && !lull_policy_aging();
         r->predicted_minor_ns = lull_policy_predicted_minor_ns();
+        r->minor_margin = lull_policy_minor_margin();
         r->card_ns = lull_policy_card_ns();
         r->card_budget = lull_policy_card_budget();
     }
@@ -245,7 +246,8 @@ static void pause_end(lull_pause_record *r, lull_thread *self)
     /* The nursery's size for the next minor: only a pause that ran a minor
      * measures one, and only a minor's own pause measures a minor's pause. */
     if (r->minor)
-        lull_policy_after_minor(r->handed, lull_nursery_trace_ns(), r->kind == LULL_PAUSE_MINOR ? r->pause_ns : 0);
+        lull_policy_after_minor(r->handed, lull_nursery_trace_ns(), r->kind == LULL_PAUSE_MINOR ? r->pause_ns : 0,
+                                r->stop_bg_ns);
     lull_space_release_pending();
     if (lull_finalize_pending_wake())
         lull_finalize_wake();

@@ -23,6 +23,7 @@
 #include "gc/threads.h"
 #include "base/util.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -70,6 +71,10 @@ static struct {
     bool fixed_known, per_byte_known;
     bool fixed_outlier, per_byte_outlier;   /* the last sample was over twice the estimate */
     double predicted_ns;        /* for the nursery chosen last */
+    /* The model's error (note_error): moving mean and variance of
+     * pause / prediction over the minors' own pauses, apart for
+     * minors outside a concurrent mark [0] and inside one [1]. */
+    struct { double mean, var; unsigned n; } err[2];
     bool said_unreachable;      /* the log said once that the target cannot be met */
     double promoted_ema;        /* bytes a minor promotes (moving average, weight 1/4) */
     bool promoted_known;
@@ -159,6 +164,7 @@ void lull_policy_init(void)
     policy_g.fixed_known = policy_g.per_byte_known = policy_g.said_unreachable = false;
     policy_g.fixed_outlier = policy_g.per_byte_outlier = false;
     policy_g.fixed_ns = policy_g.per_byte_ns = policy_g.predicted_ns = 0;
+    memset(policy_g.err, 0, sizeof policy_g.err);
     policy_g.promoted_ema = 0;
     lull_major_set_block_reserve(0);
     policy_g.promoted_known = false;
@@ -213,6 +219,10 @@ void lull_policy_note_mark_start(void)
      * the final pause rescans in half the pause target (its roots and the
      * nursery's objects take the rest), at the minors' measured card cost. */
     lull_mark_set_final_budget((size_t)((double)lull_policy_pause_target() / 2 / lull_policy_card_ns()));
+    /* Minors inside the mark have a margin of their own (note_error). */
+    size_t n = size_for_target();
+    if (n < lull_nursery_size())
+        lull_nursery_resize(n);
 }
 
 static void average(double *v, double sample)
@@ -299,11 +309,12 @@ static bool idle_minors_rule(void)
  * size (a shrink is immediate, growth one doubling per minor: a phase of
  * low survival that ends should not meet a huge nursery). When even
  * NURSERY_FLOOR is predicted to miss the target, the log says so once. */
+static double margin(void);
 static size_t size_for_target(void)
 {
     size_t ceiling = lull_nursery_ceiling(), floor = NURSERY_FLOOR < ceiling ? NURSERY_FLOOR : ceiling;
     double per_byte = per_byte_ns();
-    double room = (double)policy_g.target_ns - policy_g.fixed_ns;
+    double room = (double)policy_g.target_ns / margin() - policy_g.fixed_ns;
     double n = room > 0 ? room / (per_byte > 1e-6 ? per_byte : 1e-6) : 0;
     if (n < (double)floor) {
         if (lull_cfg.log && !policy_g.said_unreachable)
@@ -388,6 +399,72 @@ static void ema_robust(double *v, bool *known, bool *outlier, double sample)
     *outlier = over;
 }
 
+/* The model predicts a minor's mean pause; the target is for nearly every
+ * pause. So the nursery is sized for the target over a margin: the ratio
+ * of pause to prediction ERR_SPREAD standard deviations above its mean
+ * (about the 99th percentile of a normal spread), taken apart for minors
+ * inside a concurrent mark (their copies are marked, their cards more)
+ * and outside one, for the state the program is in now; at least 1 (the
+ * margin never enlarges the nursery) and at most MARGIN_MAX. The moving
+ * mean and variance take in 1/16 of each new sample, and a sample counts
+ * at most ERR_CAP (one pause the VM stretched moves them little); until
+ * ERR_MIN_SAMPLES minors of a state are measured its margin is 1. The
+ * pause compared excludes the wait for the background job, which the
+ * nursery's size does not change. */
+#define ERR_WEIGHT (1.0 / 16)
+#define ERR_SPREAD 2.33
+#define ERR_CAP 4.0
+#define ERR_MIN_SAMPLES 4u
+#define MARGIN_MAX 1.5
+static void note_error(bool marking, double pause_ns, double predicted_ns)
+{
+    if (!(pause_ns > 0) || !(predicted_ns > 0))
+        return;
+    double x = pause_ns / predicted_ns;
+    if (x > ERR_CAP)
+        x = ERR_CAP;
+    __typeof__(policy_g.err[0]) *e = &policy_g.err[marking];
+    if (!e->n) {
+        e->mean = x;
+        e->var = 0;
+    } else {
+        double d = x - e->mean;
+        e->mean += ERR_WEIGHT * d;
+        e->var = (1 - ERR_WEIGHT) * (e->var + ERR_WEIGHT * d * d);
+    }
+    if (e->n < UINT_MAX)
+        e->n++;
+}
+
+/* sqrt for v >= 0 without libm (Newton's iteration from above). */
+static double root(double v)
+{
+    if (!(v > 0))
+        return 0;
+    double x = v > 1 ? v : 1;
+    for (int i = 0; i < 64; i++) {
+        double next = (x + v / x) / 2;
+        if (next >= x)
+            break;
+        x = next;
+    }
+    return x;
+}
+
+static double margin(void)
+{
+    __typeof__(policy_g.err[0]) *e = &policy_g.err[lull_marking()];
+    if (e->n < ERR_MIN_SAMPLES)
+        return 1.0;
+    double q = e->mean + ERR_SPREAD * root(e->var);
+    return q < 1.0 ? 1.0 : q > MARGIN_MAX ? MARGIN_MAX : q;
+}
+
+double lull_policy_minor_margin(void)
+{
+    return margin();
+}
+
 /* The cost of a dirty card. A minor's copying phase takes about
  *     trace_ns = a * promoted + b * cards
  * (promoted: the bytes it copied out of the nursery; cards: dirty cards
@@ -456,8 +533,11 @@ void lull_policy_set_card_budgets(uint64_t promoted, uint64_t cards, uint64_t tr
         t->tlab->cards_left = b;
 }
 
-void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns)
+void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns, uint64_t job_wait_ns)
 {
+    uint64_t own_ns = pause_ns > job_wait_ns ? pause_ns - job_wait_ns : 0;
+    if (own_ns && handed >= MIN_SAMPLE && policy_g.per_byte_known && !policy_g.card_minor && !policy_g.idle_minor)
+        note_error(lull_marking(), (double)own_ns, policy_g.fixed_ns + per_byte_ns() * (double)handed);
     /* A minor the barrier asked for scanned more cards per nursery byte
      * than the program's usual minors: it says nothing of those, unless
      * it came with a quarter of the nursery or more handed out. */
@@ -472,7 +552,7 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
     policy_g.card_minor = false;
     if (pause_ns) {
         ema_robust(&policy_g.fixed_ns, &policy_g.fixed_known, &policy_g.fixed_outlier,
-                   pause_ns > trace_ns ? (double)(pause_ns - trace_ns) : 0);
+                   own_ns > trace_ns ? (double)(own_ns - trace_ns) : 0);
         if (pause_ns > policy_g.target_ns)
             __atomic_fetch_add(&policy_g.over_target, 1, __ATOMIC_RELAXED);
     }

@@ -64,9 +64,13 @@ void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance);
 
 /* The nursery's size for the pause target (gc lock held; the rule is in
  * policy.c): after every minor, the nursery bytes handed out before it,
- * its copying phase, and its whole pause (0 for a minor inside a major's
- * pause, whose pause measures more than the minor). Resizes the nursery. */
-void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns);
+ * its copying phase, its whole pause (0 for a minor inside a major's
+ * pause, whose pause measures more than the minor) and the part of it
+ * spent waiting for the background job to stop. Resizes the nursery. */
+void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns, uint64_t job_wait_ns);
+/* The margin the nursery's size leaves under the pause target for the
+ * model's error (policy.c: note_error), now: 1 to 2. */
+double lull_policy_minor_margin(void);
 /* Every minor's promoted bytes (gc lock held), and the EMPTY blocks'
  * bytes kept ready for the next minor's promotion (major.c). */
 void lull_policy_note_promoted(uint64_t bytes);

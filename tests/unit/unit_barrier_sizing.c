@@ -29,7 +29,7 @@ static void minor(bool asked, uint64_t handed, double ns_per_byte)
     uint64_t trace = (uint64_t)(ns_per_byte * (double)handed);
     lull_policy_note_promoted(handed / 2);
     lull_policy_set_card_budgets(handed / 2, 1000, trace);
-    lull_policy_after_minor(handed, trace, trace + 50000);
+    lull_policy_after_minor(handed, trace, trace + 50000, 0);
 }
 
 int main(void)

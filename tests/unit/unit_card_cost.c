@@ -35,7 +35,7 @@
 static void minor(uint64_t handed, uint64_t promoted, uint64_t cards, uint64_t trace_ns)
 {
     lull_policy_set_card_budgets(promoted, cards, trace_ns);
-    lull_policy_after_minor(handed, trace_ns, trace_ns + 100000);
+    lull_policy_after_minor(handed, trace_ns, trace_ns + 100000, 0);
 }
 
 static uint32_t asked_minor(uint64_t promoted, uint64_t cards, uint64_t trace_ns)

@@ -22,7 +22,7 @@ static void minor(double ns_per_byte)
     uint64_t handed = lull_nursery_size();
     uint64_t trace = (uint64_t)(ns_per_byte * (double)handed);
     lull_gc_lock();
-    lull_policy_after_minor(handed, trace, trace + 100000);
+    lull_policy_after_minor(handed, trace, trace + 100000, 0);
     lull_gc_unlock();
 }
 
