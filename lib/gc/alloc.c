@@ -118,22 +118,30 @@ static inline void publish_major(uintptr_t *p, const lull_type *type, uintptr_t 
 #define PACE_WAIT_NS 1000000u
 #define PACE_FROM    0.5
 #define PACE_SLACK   0.1
-static bool ahead_of_markers(void)
+static bool ahead_of_markers(double *want)
 {
+    *want = -1;         /* nothing the drain alone gets through: the mark's next step */
     if (!lull_marking() || lull_mark_ready())
         return false;
     double used = lull_meter_runway_used(), done;
-    return used >= 1.0 || (used > PACE_FROM && (done = lull_mark_progress()) >= 0 && done + PACE_SLACK < used);
+    if (used >= 1.0)
+        return true;
+    if (used > PACE_FROM && (done = lull_mark_progress()) >= 0 && done + PACE_SLACK < used) {
+        *want = used - PACE_SLACK;
+        return true;
+    }
+    return false;
 }
 
 static void pace_allocation(void)
 {
-    if (LULL_LIKELY(!lull_marking()) || !ahead_of_markers())
+    double want;
+    if (LULL_LIKELY(!lull_marking()) || !ahead_of_markers(&want))
         return;
     uint64_t t0 = lull_now_ns(), now = t0;
     do
-        lull_mark_wait_progress(PACE_WAIT_NS - (now - t0));
-    while (ahead_of_markers() && (now = lull_now_ns()) - t0 < PACE_WAIT_NS);
+        lull_mark_wait_progress(PACE_WAIT_NS - (now - t0), want);
+    while (ahead_of_markers(&want) && (now = lull_now_ns()) - t0 < PACE_WAIT_NS);
     lull_mark_note_paced(lull_now_ns() - t0);
 }
 
@@ -397,7 +405,7 @@ void lull__mark_stores_slow(void *obj, void *slot, void *value)
         return;
     if (lull_mark_wants_quiet()) {
         uint64_t t0 = lull_now_ns();
-        lull_mark_wait_progress(PACE_WAIT_NS);
+        lull_mark_wait_progress(PACE_WAIT_NS, -1);
         lull_mark_note_paced(lull_now_ns() - t0);
     }
     if (!lull_mark_ready())

@@ -508,7 +508,7 @@ static bool wait_for_mark(uint64_t cycle)
     while (lull_marking() && lull_mark_cycle() == cycle && !lull_mark_ready() &&
            lull_now_ns() - t0 < EXPLICIT_WAIT_NS) {
         lull_gc_unlock();
-        lull_mark_wait_progress(1000000);
+        lull_mark_wait_progress(1000000, -1);
         lull_gc_lock();
     }
     return lull_marking() && lull_mark_cycle() == cycle;

@@ -83,6 +83,7 @@ static struct {
      * it from the pause target). */
     _Atomic unsigned progress_seq;
     atomic_int progress_waiters;
+    _Atomic uint64_t progress_goal;     /* the least scanned count a waiter wants (UINT64_MAX: none) */
     atomic_bool want_quiet;
     atomic_size_t final_budget;
     atomic_uint_fast64_t paced_waits, paced_ns;
@@ -880,7 +881,7 @@ static bool drain_background(lull_tracer *tr)
 {
     uintptr_t e;
     unsigned n = 0;
-    uint64_t before = tr->scanned;
+    uint64_t before = tr->scanned, published = tr->scanned;
     bool go = true;
     prefetch_ring r = {.n = 0};
     while (ring_next(tr, &r, &e)) {
@@ -904,12 +905,17 @@ static bool drain_background(lull_tracer *tr)
             if (lull_cfg.mark_delay_us)
                 usleep((useconds_t)lull_cfg.mark_delay_us);
             offer_work();
-            if (atomic_load_explicit(&mark_g.progress_waiters, memory_order_relaxed))
-                bump_progress();    /* a paced thread may allocate a little more */
+            /* The drain's progress, for lull_mark_progress; a paced thread
+             * is woken once it reaches what the thread waits for. */
+            uint64_t total = atomic_fetch_add(&mark_g.scanned, tr->scanned - published) + (tr->scanned - published);
+            published = tr->scanned;
+            if (atomic_load_explicit(&mark_g.progress_waiters, memory_order_relaxed) &&
+                total >= atomic_load_explicit(&mark_g.progress_goal, memory_order_relaxed))
+                bump_progress();
         }
     }
     uint64_t k = tr->scanned - before;
-    atomic_fetch_add(&mark_g.scanned, k);
+    atomic_fetch_add(&mark_g.scanned, tr->scanned - published);
     atomic_fetch_add_explicit(&mark_g.bg_scanned[tr->id], k, memory_order_relaxed);
     return go && !lull_workers_background_stopping();
 }
@@ -1030,16 +1036,24 @@ static size_t final_budget(void)
 /* The job completed a step the program may be waiting for. */
 static void bump_progress(void)
 {
+    atomic_store_explicit(&mark_g.progress_goal, UINT64_MAX, memory_order_relaxed);   /* waiters set it anew */
     atomic_fetch_add_explicit(&mark_g.progress_seq, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&mark_g.progress_waiters, memory_order_seq_cst))
         lull_futex_wake(&mark_g.progress_seq, INT_MAX);
 }
 
-void lull_mark_wait_progress(uint64_t max_ns)
+void lull_mark_wait_progress(uint64_t max_ns, double want)
 {
     unsigned seen = atomic_load_explicit(&mark_g.progress_seq, memory_order_seq_cst);
     if (!lull_marking() || atomic_load(&mark_g.bg_done) || !lull_workers_can_background())
         return;
+    if (want >= 0 && mark_g.work_estimate) {
+        uint64_t goal = (uint64_t)(want * (double)mark_g.work_estimate);
+        uint64_t cur = atomic_load_explicit(&mark_g.progress_goal, memory_order_relaxed);
+        while (goal < cur && !atomic_compare_exchange_weak_explicit(&mark_g.progress_goal, &cur, goal,
+                                                                    memory_order_relaxed, memory_order_relaxed))
+            ;
+    }
     atomic_fetch_add_explicit(&mark_g.progress_waiters, 1, memory_order_seq_cst);
     lull_futex_wait(&mark_g.progress_seq, seen, (long)max_ns);
     atomic_fetch_sub_explicit(&mark_g.progress_waiters, 1, memory_order_relaxed);
@@ -1229,6 +1243,7 @@ void lull_mark_begin_concurrent(void)
     mark_g.overflows = 0;
     mark_g.scanned_by_stopper = 0;
     atomic_store(&mark_g.scanned, 0);
+    atomic_store(&mark_g.progress_goal, UINT64_MAX);
     atomic_store(&mark_g.precleaned, 0);
     atomic_store(&mark_g.bg_done, false);
     atomic_store(&mark_g.bg_done_ns, 0);

@@ -187,13 +187,15 @@ void lull_mark_verify_parallel_check(lull_tracer *tr);
  * When the program outruns the markers (it allocates past its allowance,
  * or its stores dirty cards as fast as the preclean rescans them), it
  * waits in its slow paths, a bounded time each, for the mark's next step:
- * a preclean pass completed, or the mark done. wait_progress returns at
- * once when no mark runs, the mark is done or no worker thread exists;
- * else after the next step or max_ns, whichever comes first. note_paced
+ * a preclean pass completed, or the mark done, or (want >= 0) the drain
+ * through `want` of the last mark's work (lull_mark_progress's measure).
+ * wait_progress returns at once when no mark runs, the mark is done or no
+ * worker thread exists; else after the next step, the progress wanted or
+ * max_ns, whichever comes first. note_paced
  * counts one paced wait of ns (lull_stats). wants_quiet: the preclean's passes stopped shrinking,
  * so storing threads should wait too. Any thread, no lock held; not from
  * inside a critical region (the wait may be interrupted by a pause). */
-void lull_mark_wait_progress(uint64_t max_ns);
+void lull_mark_wait_progress(uint64_t max_ns, double want);
 /* The running mark's drain, as a share of what the last concurrent mark
  * scanned in all (objects); -1 before any finished. Without a lock. */
 double lull_mark_progress(void);
