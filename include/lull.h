@@ -23,18 +23,60 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The version of this header; the only place it is written (CMakeLists.txt
+ * reads it from here). 0.x: a new minor version may change the API and the
+ * ABI, and the shared library's soname names the minor (liblull.so.0.MINOR),
+ * so a program runs only with the minor it was built against; a patch
+ * version changes neither. From 1.0 the soname names the major version. */
+#define LULL_VERSION_MAJOR 0
+#define LULL_VERSION_MINOR 1
+#define LULL_VERSION_PATCH 0
+#define LULL__STR2(x) #x
+#define LULL__STR(x) LULL__STR2(x)
+#define LULL_VERSION_STRING \
+    LULL__STR(LULL_VERSION_MAJOR) "." LULL__STR(LULL_VERSION_MINOR) "." LULL__STR(LULL_VERSION_PATCH)
+
+/* The version of the library the program runs with ("MAJOR.MINOR.PATCH"),
+ * which may differ from the header's in its patch number. Any thread, any
+ * time (also before lull_init); never blocks. */
+const char *lull_version(void);
+
+/* ------------------------------------------------------------------------ */
 /* Lifecycle and threads                                                    */
 /* ------------------------------------------------------------------------ */
 
 /*
  * Start the collector. `params` is NULL, "" or a comma-separated list of
- * key=value options (README.md lists them); LULL_GC_PARAMS from the
- * environment is applied on top. Returns 0, -EINVAL for an unknown key or a
- * bad value (one line on stderr names it; nothing is left initialised),
- * -EBUSY if lull is already initialised, or -ENOMEM if the heap's address
- * range cannot be reserved. The calling thread is attached.
+ * key=value options (doc/options.md lists them); then LULL_GC_PARAMS and
+ * LULL_GC_DEBUG from the environment are applied on top, unless `params`
+ * refuses them: environment=no ignores both, environment=debug-only
+ * ignores LULL_GC_PARAMS (a shipped game or service that must not be
+ * retuned by a stray variable; an ignored variable that is set gets one
+ * warning). Returns 0, -EINVAL for an unknown key or a bad value (one
+ * line, through the message handler, names it; nothing is left
+ * initialised, a later lull_init may succeed), -EBUSY if lull is already
+ * initialised, or -ENOMEM if the heap's address range cannot be
+ * reserved. The calling thread is attached. Any thread; only one
+ * lull_init or lull_shutdown runs at a time.
  */
 int  lull_init(const char *params);
+
+/*
+ * Write the options in force as "key=value,key=value,..." into buf (at
+ * most `size` bytes, NUL included; buf may be NULL when size is 0): every
+ * LULL_GC_PARAMS key (doc/options.md) with the value the collector uses
+ * now, after lull_init's params, LULL_GC_PARAMS and the run-time setters
+ * (lull_set_pause_target, lull_set_heap_growth, lull_set_memory_limit,
+ * lull_set_allow_synchronous_major); trace-file only when set. The string
+ * is accepted by lull_init as it is. LULL_GC_DEBUG options are not listed.
+ * Returns the string's length (without the NUL) as snprintf does, also
+ * when it did not fit; -EPERM before lull_init. Any thread; never blocks
+ * for long (takes no collector lock).
+ */
+int  lull_get_params(char *buf, size_t size);
 
 /* Stop the collector's threads and release the heap. Only the calling thread
  * may still be attached; every object becomes invalid. lull_init may be
@@ -433,7 +475,7 @@ void lull_collect(int generation);
 
 /* Ask the collector not to run stop-the-world majors (true: allow them
  * again). Returns true when the request is honoured (concurrent majors are
- * available), false otherwise. */
+ * available), false otherwise (major=stw). Misuse before lull_init (abort). */
 bool lull_set_allow_synchronous_major(bool allow);
 
 /* The pause minor collections aim at (LULL_GC_PARAMS pause-target; 5 ms
@@ -448,7 +490,7 @@ bool lull_set_allow_synchronous_major(bool allow);
  * promotion-age=1 (with aging, from the next minor). Returns 0, or
  * -EINVAL for a value outside [LULL_PAUSE_TARGET_MIN_NS,
  * LULL_PAUSE_TARGET_MAX_NS]: below 100 us, stopping the threads alone takes
- * longer; above 10 s, nothing is aimed at. Misuse before lull_init (abort). */
+ * longer; above 10 s, nothing is aimed at. -EPERM before lull_init. */
 #define LULL_PAUSE_TARGET_MIN_NS ((uint64_t)100000)
 #define LULL_PAUSE_TARGET_MAX_NS ((uint64_t)10000000000)
 int lull_set_pause_target(uint64_t ns);
@@ -485,8 +527,7 @@ int lull_set_pause_target(uint64_t ns);
  * with 2-4 threads calling it back to back on 2 cores): call it between
  * units of work, not inside them. It may wait for the gc lock like any
  * allocation slow path, and may run on any thread (its pauses count as
- * usual). Misuse before
- * lull_init (abort). */
+ * usual). -EPERM before lull_init. */
 int lull_idle(uint64_t ns);
 
 /* The heap goal (LULL_GC_PARAMS heap-growth; 100 unless set): after each
@@ -496,7 +537,7 @@ int lull_idle(uint64_t ns);
  * goal in force is recomputed from the last major's live size. Returns 0,
  * or -EINVAL for a percent outside [LULL_HEAP_GROWTH_MIN,
  * LULL_HEAP_GROWTH_MAX]. Any thread; takes the gc lock; never collects.
- * Misuse before lull_init (abort). */
+ * -EPERM before lull_init. */
 #define LULL_HEAP_GROWTH_MIN 1u
 #define LULL_HEAP_GROWTH_MAX 10000u
 int lull_set_heap_growth(unsigned percent);
@@ -508,8 +549,8 @@ int lull_set_heap_growth(unsigned percent);
  * hard limit. A live heap larger than the limit makes majors back to back
  * (every major's goal is then its live size plus a minimum allowance).
  * Returns 0, or -EINVAL for a nonzero limit under LULL_MEMORY_LIMIT_MIN.
- * Any thread; takes the gc lock; never collects. Misuse before lull_init
- * (abort). */
+ * Any thread; takes the gc lock; never collects. -EPERM before
+ * lull_init. */
 #define LULL_MEMORY_LIMIT_MIN ((size_t)4 << 20)
 int lull_set_memory_limit(size_t bytes);
 
@@ -588,8 +629,26 @@ typedef struct lull_stats {
     uint64_t mark_finishes_sync;
 } lull_stats;
 
-/* Fill *stats. Before lull_init every field is 0. */
+/*
+ * Fill *stats with the statistics now. Before lull_init every field is 0.
+ * Any thread, attached or not; takes the statistics lock briefly, never
+ * collects. NULL is misuse (abort).
+ *
+ * lull_get_stats is a macro passing sizeof *stats to lull_get_stats_sized,
+ * which fills only that many bytes: a program built against an older,
+ * smaller lull_stats gets the fields it knows, and nothing after them is
+ * written; one built against a newer, larger struct gets 0 in the fields
+ * this library does not have. lull_get_stats_sized returns the bytes it
+ * filled from the library's own fields (at most sizeof (lull_stats) of the
+ * library). The function lull_get_stats (its address, or a call that
+ * names it in parentheses) fills LULL_STATS_SIZE_0_1 bytes: the fields up
+ * to mark_finishes_sync, the struct of the first release with the sized
+ * call.
+ */
+size_t lull_get_stats_sized(lull_stats *stats, size_t size);
 void lull_get_stats(lull_stats *stats);
+#define lull_get_stats(stats) ((void)lull_get_stats_sized((stats), sizeof *(stats)))
+#define LULL_STATS_SIZE_0_1 (offsetof(lull_stats, mark_finishes_sync) + sizeof(uint64_t))
 
 /* One stop-the-world pause, as reported to the pause hook. */
 typedef struct lull_pause_event {
@@ -615,6 +674,43 @@ typedef void (*lull_pause_hook)(const lull_pause_event *event, void *data);
  * NULL removes the hook. Only one hook is installed at a time; lull_shutdown
  * removes it. Calling before lull_init is misuse (abort). */
 void lull_set_pause_hook(lull_pause_hook hook, void *data);
+
+/* ------------------------------------------------------------------------ */
+/* Messages: warnings and misuse reports                                    */
+/* ------------------------------------------------------------------------ */
+
+/* lull_message_fn's `kind`. */
+enum {
+    LULL_MSG_WARNING = 1,  /* lull goes on: a bad option in lull_init, a pause waiting long for a thread */
+    LULL_MSG_FATAL = 2,    /* misuse that would corrupt the heap, or a broken internal invariant:
+                              lull aborts when the handler returns */
+};
+
+/* A message handler: `function` is the lull function that reports (such
+ * as "lull_alloc"), `message` one line without the "lull: function: "
+ * prefix and without a newline. Return 0 to take the message, nonzero to
+ * have lull also write it to stderr as it does without a handler
+ * ("lull: function: message\n"). */
+typedef int (*lull_message_fn)(int kind, const char *function, const char *message, void *data);
+
+/*
+ * Send lull's warnings and misuse reports to `fn(kind, function, message,
+ * data)` instead of stderr; NULL restores stderr. The handler stays
+ * installed until replaced (also across lull_shutdown and lull_init).
+ * After a LULL_MSG_FATAL message lull calls abort() when the handler
+ * returns: the handler may instead end the process its own way (save a
+ * crash report, then exit or _exit), but must not return into the program
+ * by longjmp (lull's locks may be held, the heap may be inconsistent).
+ * The handler runs on the thread that reports, which may be a collector
+ * thread or a thread that has stopped the others (holding lull's locks,
+ * other threads stopped while holding whatever they held, malloc's lock
+ * included): it must not call lull, and should only record the line
+ * (copy it, write(2) it). A report racing with this call goes to the old
+ * or the new handler, each with its own data. Any thread, any time (also
+ * before lull_init, to receive lull_init's own reports). The debugging
+ * output LULL_GC_DEBUG asks for (log, fail-mmap) stays on stderr.
+ */
+void lull_set_message_handler(lull_message_fn fn, void *data);
 
 /* ------------------------------------------------------------------------ */
 /* Looking inside: heap-shots                                               */

@@ -18,7 +18,8 @@
  *  - lull_type_of and lull_array_length on NULL, non-heap memory, a
  *    non-array, before lull_init and after lull_shutdown;
  *  - lull_collect with an unknown generation (7, -1), before lull_init
- *    and after lull_shutdown; lull_idle before lull_init;
+ *    and after lull_shutdown; lull_set_allow_synchronous_major before
+ *    lull_init;
  *    lull_set_pause_hook before lull_init and
  *    after lull_shutdown; lull_get_stats(NULL); lull_shutdown with another
  *    thread attached;
@@ -28,6 +29,7 @@
  *    thread; lull_run_finalizers before lull_init and unattached.
  *
  * Bad input that is reported with an error code (roots, attach, init,
+ * every call returning int before lull_init: -EPERM,
  * finalizer registration, allocation sizes, the calls after lull_shutdown that are no misuse) is
  * checked in error_codes(), with a list built before it that must come out
  * intact.
@@ -159,7 +161,7 @@ static void length_of_malloc(void)
 
 static void collect_before_init(void) { lull_collect(LULL_GEN_MAJOR); }
 static void pause_hook_before_init(void) { lull_set_pause_hook(NULL, NULL); }
-static void idle_before_init(void) { (void)lull_idle(1000000); }
+static void allow_sync_before_init(void) { (void)lull_set_allow_synchronous_major(false); }
 
 static void collect_bad_generation(void)
 {
@@ -187,7 +189,7 @@ static void shutdown_with_attached_thread(void)
     lull_shutdown();
 }
 
-static void stats_null(void) { lull_get_stats(NULL); }
+static void stats_null(void) { lull_get_stats((lull_stats *)NULL); }
 
 /* More malformed types. */
 static const lull_type refs_beyond_size = {          /* 3 words, bit 3 set */
@@ -364,7 +366,12 @@ static void error_codes(void)
     CHECK(lull_thread_attach() == -EPERM, "lull_thread_attach before lull_init");
     lull_thread_detach();                           /* no-op */
     lull_shutdown();                                /* no-op */
-    CHECK(!lull_set_allow_synchronous_major(false), "set_allow_synchronous_major before lull_init");
+    CHECK(lull_idle(1000000) == -EPERM, "lull_idle before lull_init");
+    CHECK(lull_set_pause_target(5000000) == -EPERM, "lull_set_pause_target before lull_init");
+    CHECK(lull_set_heap_growth(100) == -EPERM, "lull_set_heap_growth before lull_init");
+    CHECK(lull_set_memory_limit(0) == -EPERM, "lull_set_memory_limit before lull_init");
+    CHECK(lull_heap_shot(NULL, NULL) == -EPERM, "lull_heap_shot before lull_init");
+    CHECK(lull_get_params(NULL, 0) == -EPERM, "lull_get_params before lull_init");
     CHECK(lull_register_finalizer(range, noop_finalizer, NULL) == -EPERM, "lull_register_finalizer before lull_init");
 
     CHECK(lull_init(NULL) == 0, "lull_init failed");
@@ -400,7 +407,8 @@ static void error_codes(void)
     lull_root_remove(range);                        /* no-op */
     CHECK(lull_thread_attach() == -EPERM, "lull_thread_attach after lull_shutdown");
     lull_thread_detach();                           /* no-op */
-    CHECK(!lull_set_allow_synchronous_major(false), "set_allow_synchronous_major after lull_shutdown");
+    CHECK(lull_idle(1000000) == -EPERM, "lull_idle after lull_shutdown");
+    CHECK(lull_set_pause_target(5000000) == -EPERM, "lull_set_pause_target after lull_shutdown");
     lull_shutdown();                                /* twice: no-op */
     /* The heap is gone. (The counters of the run that ended stay readable
      * until the next lull_init; lull.h promises zeros only before the
@@ -583,7 +591,8 @@ int main(void)
                  not_init);
 
     expect_abort("lull_collect before lull_init", collect_before_init, "lull_collect", not_init);
-    expect_abort("lull_idle before lull_init", idle_before_init, "lull_idle", not_init);
+    expect_abort("lull_set_allow_synchronous_major before lull_init", allow_sync_before_init,
+                 "lull_set_allow_synchronous_major", not_init);
     expect_abort("lull_collect after lull_shutdown", collect_after_shutdown, "lull_collect", not_init);
     expect_abort("lull_collect(7)", collect_bad_generation, "lull_collect",
                  "unknown generation 7 (LULL_GEN_NURSERY or LULL_GEN_MAJOR)");

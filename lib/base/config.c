@@ -15,6 +15,10 @@
 #include "lull.h"
 #include "base/util.h"
 
+/* The name of lull_init's own params in messages; also how apply_param
+ * knows where a key came from (environment= is for lull_init alone). */
+#define LULL_SOURCE_PARAMS "lull_init params"
+
 /* The leading decimal number of s (no sign, no blank), and where it ends. */
 static int parse_leading(const char *s, unsigned long long *v, char **end)
 {
@@ -125,9 +129,9 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
         c->nursery_size = sz;
     } else if (!strcmp(key, "max-heap-size")) {
         if (lull_config_parse_size(val, &sz))
-            return bad(source, key, val, "expected a size such as 512m");
-        if (sz < (1u << 20))
-            return bad(source, key, val, "must be at least 1m");
+            return bad(source, key, val, "expected a size such as 512m, or 0 for none");
+        if (sz && sz < (1u << 20))
+            return bad(source, key, val, "must be 0 (none) or at least 1m");
         if (sz > ((size_t)1 << 46))
             return bad(source, key, val, "must be at most 64t");
         c->max_heap_size = sz;
@@ -194,6 +198,13 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
     } else if (!strcmp(key, "restart-signal")) {
         if (parse_signal(val, &c->restart_signal))
             return bad(source, key, val, "expected a catchable signal number");
+    } else if (!strcmp(key, "environment")) {
+        if (strcmp(source, LULL_SOURCE_PARAMS))
+            return bad(source, key, val, "only lull_init's params may refuse the environment");
+        if (!strcmp(val, "yes")) c->environment = LULL_ENV_ALL;
+        else if (!strcmp(val, "debug-only")) c->environment = LULL_ENV_DEBUG_ONLY;
+        else if (!strcmp(val, "no")) c->environment = LULL_ENV_NONE;
+        else return bad(source, key, val, "expected yes, debug-only or no");
     } else {
         lull_warn("lull_init", "%s: unknown option '%s'", source, key);
         return -EINVAL;
@@ -296,6 +307,19 @@ static int parse_list(lull_config *c, const char *source, const char *text, appl
     return 0;
 }
 
+/* An environment variable's options, or, when lull_init's params refused
+ * it, one warning if it is set (nothing applied). */
+static int parse_env(lull_config *c, const char *var, bool allowed, apply_fn apply, bool need_value)
+{
+    const char *text = getenv(var);
+    if (allowed)
+        return parse_list(c, var, text, apply, need_value);
+    if (text && *text)
+        lull_warn("lull_init", "%s ignored: lull_init's params say environment=%s", var,
+                  c->environment == LULL_ENV_NONE ? "no" : "debug-only");
+    return 0;
+}
+
 int lull_config_parse(lull_config *c, const char *params)
 {
     *c = (lull_config){
@@ -314,11 +338,11 @@ int lull_config_parse(lull_config *c, const char *params)
         .suspend_signal = SIGPWR,
         .restart_signal = SIGXCPU,
     };
-    int r = parse_list(c, "lull_init params", params, apply_param, true);
+    int r = parse_list(c, LULL_SOURCE_PARAMS, params, apply_param, true);
     if (!r)
-        r = parse_list(c, "LULL_GC_PARAMS", getenv("LULL_GC_PARAMS"), apply_param, true);
+        r = parse_env(c, "LULL_GC_PARAMS", c->environment == LULL_ENV_ALL, apply_param, true);
     if (!r)
-        r = parse_list(c, "LULL_GC_DEBUG", getenv("LULL_GC_DEBUG"), apply_debug, false);
+        r = parse_env(c, "LULL_GC_DEBUG", c->environment != LULL_ENV_NONE, apply_debug, false);
     if (!r && c->suspend_signal == c->restart_signal) {
         lull_warn("lull_init", "suspend-signal and restart-signal must differ (both %d)", c->suspend_signal);
         r = -EINVAL;

@@ -39,6 +39,9 @@ typedef struct lull_config {
                                       less than this (major.c); 0: never */
     int suspend_signal;
     int restart_signal;
+    enum { LULL_ENV_ALL, LULL_ENV_DEBUG_ONLY, LULL_ENV_NONE }
+        environment;              /* environment=yes|debug-only|no (lull_init's params only):
+                                     which of LULL_GC_PARAMS and LULL_GC_DEBUG are applied */
     /* LULL_GC_DEBUG */
     bool verify;                  /* check the heap after every collection */
     bool poison;                  /* fill freed memory with a pattern */
@@ -65,7 +68,7 @@ typedef struct lull_config {
 } lull_config;
 
 /* Fill *cfg with defaults, then apply `params`, then LULL_GC_PARAMS, then
- * LULL_GC_DEBUG. Returns 0 or -EINVAL after printing one line that names
+ * LULL_GC_DEBUG (each variable unless `params` refused it: environment=). Returns 0 or -EINVAL after printing one line that names
  * the offending key. */
 int lull_config_parse(lull_config *cfg, const char *params);
 

@@ -1,27 +1,77 @@
-/* util.c — reports to the program (warnings, fatal misuse), the futex
+/* util.c — reports to the program (warnings, fatal misuse; through the
+ * program's message handler, else on stderr), the version, the futex
  * wrappers, and small helpers every tier uses. No collector state. */
 #include "base/util.h"
 
+#include "lull.h"
+
 #include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-static void vreport(const char *fn, const char *fmt, va_list ap)
+/* The program's message handler (lull_set_message_handler): fn and data
+ * change together under `seq`, a sequence lock. Writers serialise on
+ * handler_lock and make seq odd while they write; a report reads fn and
+ * data, and retries while seq was odd or changed, so it never pairs one
+ * handler's fn with another's data. Readers take no lock: a report may be
+ * made while other threads are stopped, holding any lock. */
+static struct {
+    pthread_mutex_t handler_lock;
+    _Atomic unsigned seq;
+    _Atomic(lull_message_fn) fn;
+    _Atomic(void *) data;
+} msg_g = { .handler_lock = PTHREAD_MUTEX_INITIALIZER };
+
+void lull_set_message_handler(lull_message_fn fn, void *data)
 {
-    /* Format into one buffer and write it with one call, so that lines of
-     * concurrent threads do not interleave. No malloc: this may run while
-     * other threads are stopped. */
+    pthread_mutex_lock(&msg_g.handler_lock);
+    unsigned s = atomic_load_explicit(&msg_g.seq, memory_order_relaxed);
+    atomic_store_explicit(&msg_g.seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&msg_g.fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&msg_g.data, data, memory_order_relaxed);
+    atomic_store_explicit(&msg_g.seq, s + 2, memory_order_release);
+    pthread_mutex_unlock(&msg_g.handler_lock);
+}
+
+static lull_message_fn current_handler(void **data)
+{
+    for (;;) {
+        unsigned s = atomic_load_explicit(&msg_g.seq, memory_order_acquire);
+        lull_message_fn fn = atomic_load_explicit(&msg_g.fn, memory_order_relaxed);
+        *data = atomic_load_explicit(&msg_g.data, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (!(s & 1) && atomic_load_explicit(&msg_g.seq, memory_order_relaxed) == s)
+            return fn;
+        lull_cpu_relax();
+    }
+}
+
+/* Format "lull: <fn>: <message>" into one buffer; hand the message to the
+ * program's handler, and write the line to stderr with one call (so that
+ * lines of concurrent threads do not interleave) when there is none or it
+ * asks for it. No malloc: this may run while other threads are stopped. */
+static void vreport(int kind, const char *fn, const char *fmt, va_list ap)
+{
     char buf[512];
     int n = snprintf(buf, sizeof buf, "lull: %s: ", fn);
     if (n < 0)
         return;
+    int head = (size_t)n < sizeof buf ? n : (int)sizeof buf - 1;
     if ((size_t)n < sizeof buf)
         n += vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
     if ((size_t)n >= sizeof buf - 1)
         n = (int)sizeof buf - 2;
+    buf[n] = 0;
+    void *data;
+    lull_message_fn handler = current_handler(&data);
+    if (handler && !handler(kind, fn, buf + head, data))
+        return;
     buf[n++] = '\n';
     ssize_t w = write(2, buf, (size_t)n);
     (void)w;
@@ -31,7 +81,7 @@ void lull_fatal(const char *fn, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vreport(fn, fmt, ap);
+    vreport(LULL_MSG_FATAL, fn, fmt, ap);
     va_end(ap);
     abort();
 }
@@ -40,7 +90,7 @@ void lull_warn(const char *fn, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vreport(fn, fmt, ap);
+    vreport(LULL_MSG_WARNING, fn, fmt, ap);
     va_end(ap);
 }
 
@@ -97,4 +147,9 @@ long lull_futex_wait(_Atomic unsigned *word, unsigned expected, long ns)
 void lull_futex_wake(_Atomic unsigned *word, int n)
 {
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+const char *lull_version(void)
+{
+    return LULL_VERSION_STRING;
 }

@@ -547,7 +547,7 @@ void lull_collect(int generation)
 int lull_idle(uint64_t ns)
 {
     if (!lull_is_initialised())
-        lull_fatal("lull_idle", "lull is not initialised (call lull_init first)");
+        return -EPERM;
     if (ns == 0)
         return -EINVAL;
     lull_gc_lock();
@@ -574,7 +574,7 @@ int lull_idle(uint64_t ns)
 int lull_set_pause_target(uint64_t ns)
 {
     if (!lull_is_initialised())
-        lull_fatal("lull_set_pause_target", "lull is not initialised (call lull_init first)");
+        return -EPERM;
     if (ns < LULL_PAUSE_TARGET_MIN_NS || ns > LULL_PAUSE_TARGET_MAX_NS)
         return -EINVAL;
     lull_gc_lock();
@@ -590,8 +590,10 @@ bool lull_synchronous_major_allowed(void)
 
 bool lull_set_allow_synchronous_major(bool allow)
 {
-    if (!lull_is_initialised() || lull_cfg.major != LULL_MAJOR_CONCURRENT)
-        return false;     /* no concurrent majors (major=stw, or no lull): cannot be honoured */
+    if (!lull_is_initialised())
+        lull_fatal("lull_set_allow_synchronous_major", "lull is not initialised (call lull_init first)");
+    if (lull_cfg.major != LULL_MAJOR_CONCURRENT)
+        return false;     /* no concurrent majors (major=stw): cannot be honoured */
     atomic_store_explicit(&allow_sync_major, allow, memory_order_relaxed);
     return true;
 }

@@ -135,7 +135,7 @@ int lull_pacer_describe(char *buf, size_t n)
 int lull_set_heap_growth(unsigned percent)
 {
     if (!lull_is_initialised())
-        lull_fatal("lull_set_heap_growth", "lull is not initialised (call lull_init first)");
+        return -EPERM;
     if (percent < LULL_HEAP_GROWTH_MIN || percent > LULL_HEAP_GROWTH_MAX)
         return -EINVAL;
     lull_gc_lock();
@@ -148,7 +148,7 @@ int lull_set_heap_growth(unsigned percent)
 int lull_set_memory_limit(size_t bytes)
 {
     if (!lull_is_initialised())
-        lull_fatal("lull_set_memory_limit", "lull is not initialised (call lull_init first)");
+        return -EPERM;
     if (bytes && bytes < LULL_MEMORY_LIMIT_MIN)
         return -EINVAL;
     lull_gc_lock();

@@ -157,10 +157,10 @@ void lull_stats_pause_listener(const lull_pause_record *r, void *data)
         note_evacuated(r->evac_objects, r->evac_bytes);
 }
 
-void lull_get_stats(lull_stats *s)
+/* Fill the library's whole struct *s (the callers below copy what the
+ * program's struct has room for). */
+static void stats_fill(lull_stats *s)
 {
-    if (!s)
-        lull_fatal("lull_get_stats", "stats is NULL");
     memset(s, 0, sizeof *s);
     pthread_mutex_lock(&stats_g.stats_lock);
     s->collections_minor = stats_g.collections_minor;
@@ -205,4 +205,26 @@ void lull_get_stats(lull_stats *s)
         lull_mark_paced(&s->paced_waits, &s->paced_wait_ns);
         s->mark_finishes_sync = lull_policy_sync_finishes();
     }
+}
+
+/* The program's struct is `size` bytes (sizeof of the lull_stats it was
+ * built against): exactly that many bytes are written, never more. */
+size_t lull_get_stats_sized(lull_stats *s, size_t size)
+{
+    if (!s)
+        lull_fatal("lull_get_stats", "stats is NULL");
+    lull_stats full;
+    stats_fill(&full);
+    size_t n = size < sizeof full ? size : sizeof full;
+    memcpy(s, &full, n);
+    if (size > n)
+        memset((char *)s + n, 0, size - n);
+    return n;
+}
+
+/* The symbol a program built before the sized call links to, or one that
+ * takes its address: the struct of 0.1 (LULL_STATS_SIZE_0_1). */
+void (lull_get_stats)(lull_stats *s)
+{
+    (void)lull_get_stats_sized(s, LULL_STATS_SIZE_0_1);
 }
