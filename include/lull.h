@@ -1,15 +1,31 @@
 /*
  * lull — a concurrent, low-pause garbage collector for C.
  *
- * This header is the whole public API. Its contract (names, signatures,
- * meanings) is fixed by API.md; see README.md for options and tuning.
- *
  *   #include <lull.h>     link with -llull   (pkg-config lull; CMake lull::lull)
  *
- * All sizes are bytes. Functions that can fail for reasons outside the
- * caller's control return 0 or a negative errno value, or NULL with errno set.
- * Misuse that would corrupt the heap is reported with one line on stderr
- * naming the function, followed by abort().
+ * This header is the whole public API; doc/api.md is its reference (this
+ * repository owns the contract from there), doc/options.md its options.
+ * Public declarations come first, each with a short contract: what it
+ * does, its errors, whether it may block or run a pause, from which
+ * threads, and what it does before lull_init. The internals the inline
+ * fast paths need are in a marked section at the end.
+ *
+ * Conventions (doc/api.md, "Conventions", has the table):
+ *  - All sizes are bytes, all times nanoseconds (CLOCK_MONOTONIC).
+ *  - Calls that can fail return 0 or a negative errno value (-EINVAL,
+ *    -ENOMEM, ...); allocation returns NULL with errno = ENOMEM.
+ *  - Before lull_init (and after lull_shutdown): a call that returns an
+ *    error code returns -EPERM; a call that cannot report one and needs the
+ *    heap is misuse; lull_shutdown, lull_thread_detach and lull_root_remove
+ *    are no-ops; lull_version, lull_get_stats and lull_set_message_handler
+ *    work.
+ *  - Misuse that would corrupt the heap is reported with one line naming
+ *    the function ("lull: FUNCTION: message", through the message handler,
+ *    stderr by default), then abort().
+ *  - "Attached": the calling thread called lull_thread_attach (or
+ *    lull_init). "Any thread": attached or not.
+ *
+ * Needs GCC or Clang (__thread, GNU asm, __atomic builtins) and Linux.
  */
 #ifndef LULL_H
 #define LULL_H
@@ -49,47 +65,44 @@ const char *lull_version(void);
 /* ------------------------------------------------------------------------ */
 
 /*
- * Start the collector. `params` is NULL, "" or a comma-separated list of
- * key=value options (doc/options.md lists them); then LULL_GC_PARAMS and
+ * Start the collector and attach the calling thread. `params` is NULL, ""
+ * or "key=value,..." (doc/options.md); then LULL_GC_PARAMS and
  * LULL_GC_DEBUG from the environment are applied on top, unless `params`
  * refuses them: environment=no ignores both, environment=debug-only
- * ignores LULL_GC_PARAMS (a shipped game or service that must not be
- * retuned by a stray variable; an ignored variable that is set gets one
- * warning). Returns 0, -EINVAL for an unknown key or a bad value (one
- * line, through the message handler, names it; nothing is left
- * initialised, a later lull_init may succeed), -EBUSY if lull is already
- * initialised, or -ENOMEM if the heap's address range cannot be
- * reserved. The calling thread is attached. Any thread; only one
- * lull_init or lull_shutdown runs at a time.
+ * ignores LULL_GC_PARAMS (an ignored variable that is set gets one
+ * warning). Returns 0; -EINVAL for an unknown key or a bad value (one
+ * line names it; nothing is left initialised, a later lull_init may
+ * succeed); -EBUSY if already initialised; -ENOMEM if the heap's address
+ * range cannot be reserved; -errno if trace-file cannot be opened. Any
+ * thread; one lull_init or lull_shutdown at a time; one heap per process.
  */
 int  lull_init(const char *params);
 
 /*
  * Write the options in force as "key=value,key=value,..." into buf (at
  * most `size` bytes, NUL included; buf may be NULL when size is 0): every
- * LULL_GC_PARAMS key (doc/options.md) with the value the collector uses
- * now, after lull_init's params, LULL_GC_PARAMS and the run-time setters
- * (lull_set_pause_target, lull_set_heap_growth, lull_set_memory_limit,
- * lull_set_allow_synchronous_major); trace-file only when set. The string
- * is accepted by lull_init as it is. LULL_GC_DEBUG options are not listed.
- * Returns the string's length (without the NUL) as snprintf does, also
- * when it did not fit; -EPERM before lull_init. Any thread; never blocks
- * for long (takes no collector lock).
+ * LULL_GC_PARAMS key with the value the collector uses now, run-time
+ * setters included; trace-file only when set; no LULL_GC_DEBUG option.
+ * lull_init accepts the string as it is. Returns its length (without the
+ * NUL) as snprintf does, also when it did not fit; -EPERM before
+ * lull_init. Any thread; takes no lock.
  */
 int  lull_get_params(char *buf, size_t size);
 
-/* Stop the collector's threads and release the heap. Only the calling thread
- * may still be attached; every object becomes invalid. lull_init may be
- * called again afterwards. */
+/* Stop the collector's threads and release the heap; every object becomes
+ * invalid. Only the calling thread may still be attached (another attached
+ * thread is misuse). With finalizers=auto, queued finalizers run first.
+ * lull_init may be called again afterwards. No-op before lull_init. */
 void lull_shutdown(void);
 
-/* Register the calling thread with the collector: its stack and registers
- * become roots. Returns 0 (also if already attached), -EPERM before
- * lull_init, -ENOMEM. A thread that exits attached is detached for it. */
+/* Register the calling thread: its stack and registers become roots.
+ * Returns 0 (also if already attached), -EPERM before lull_init, -ENOMEM.
+ * Waits for a running pause to end. A thread that exits attached is
+ * detached for it. */
 int  lull_thread_attach(void);
 
-/* Unregister the calling thread. Its stack stops being a root. No-op for a
- * thread that is not attached. */
+/* Unregister the calling thread; its stack stops being a root. No-op for a
+ * thread that is not attached, and before lull_init. */
 void lull_thread_detach(void);
 
 /* ------------------------------------------------------------------------ */
@@ -102,9 +115,12 @@ typedef struct lull_header { uintptr_t word_; } lull_header;
  * collector at allocation. */
 typedef struct lull_array_header { lull_header header; size_t length; } lull_array_header;
 
-/* Called by a type's trace function for every reference slot. */
+/* Called by a type's trace function for every reference slot; the collector
+ * may update *slot when it moves the target. */
 typedef void (*lull_visit_fn)(void **slot, void *ctx);
 
+/* A type: must outlive its objects (static storage) and not live in the
+ * lull heap. Word 0 is never a reference; references are word-aligned. */
 typedef struct lull_type {
     const char *name;        /* shown in statistics, heap-shots and trace probes */
     size_t      size;        /* bytes of the fixed part, headers included */
@@ -122,51 +138,374 @@ typedef struct lull_type {
 /* ------------------------------------------------------------------------ */
 
 /*
- * Allocate one object of `type` (zeroed, header filled in). Returns NULL with
- * errno = ENOMEM when the heap cannot satisfy the request even after a full
- * collection; the heap stays consistent and every live object intact.
- * The calling thread must be attached.
- *
- * The object a thread allocated last (in its TLAB, and the last one outside
- * it: 2-8 KiB, large or pinned) stays alive and in place while that thread
- * is stopped outside lull, even if no register or stack word points into
- * it: an optimising compiler may fill a new object through an address it
- * rebased (base - k, indexed by k + i), and a thread stopped in such a loop
- * must not find its object freed. So a dropped object may outlive one more
- * collection if it was its thread's last allocation; a thread that calls
- * lull_collect itself is inside lull, and its last allocations are then no
- * roots.
+ * One object of `type`, zeroed, header filled in. Small objects (up to
+ * 2 KiB) come from the thread's buffer in the nursery (inline, below) and
+ * may move until promoted; larger ones never move. Returns NULL with
+ * errno = ENOMEM when the heap cannot satisfy the request even after a
+ * full collection; the heap stays consistent and every live object intact.
+ * Attached thread; may run a pause. A malformed type, an unattached
+ * thread or a call before lull_init is misuse. The thread's last
+ * allocation stays alive and in place while the thread is stopped outside
+ * lull, even with nothing pointing into it (doc/api.md). Also a real
+ * function (its address can be taken); calls use the inline fast path.
  */
 void  *lull_alloc(const lull_type *type);
 
-/* Allocate an array: type->size + length * type->elem_size bytes, `length`
- * stored in the array header. An impossible size returns NULL, errno ENOMEM. */
+/* An array: type->size + length * type->elem_size bytes, `length` stored in
+ * the header. An impossible size (overflow, over max-heap-size) returns
+ * NULL with errno = ENOMEM. Otherwise as lull_alloc. */
 void  *lull_alloc_array(const lull_type *type, size_t length);
 
-/* Like lull_alloc, but the object never moves. */
+/* As lull_alloc, but the object never moves. */
 void  *lull_alloc_pinned(const lull_type *type);
 
-/* Keep `p` where the collector sees it, at this point. Stacks and registers
- * are scanned conservatively, and an optimising compiler may walk an
- * object's fields through an address it rebased: for a loop comparing
- * o->payload[i] with a function of (o->id, i), gcc -O2 and -O3 address
- * the payload as (o - 248 * id) + 8 * (31 * id + 1 + i), and nothing in the
- * registers points into the object. A thread stopped inside such a loop
- * then holds no reference the collector can see: if nothing else refers
- * to the object it is freed (except the thread's last allocation: see
- * lull_alloc), and a minor may move it while the loop goes on reading or
- * writing its old place. lull_keep(o) in the loop's body makes the
- * compiler hold `o` itself in a register at every iteration. It emits no
- * instruction. Loops that index an object by a plain counter (o->a[i])
- * keep an address inside it and need none. */
-#define lull_keep(p) __asm__ __volatile__("" : : "r"(p))
-
-/* The length stored in an array object's header. `array` must be the
- * start of an array object: NULL, a non-heap address or an interior
- * pointer aborts with a message naming the function. */
+/* The length stored in an array object's header. NULL, a non-heap
+ * address, an interior pointer or a non-array is misuse. Any thread. */
 size_t lull_array_length(const void *array);
 
-/* Internal: the inline allocation fast path. Not part of the API.
+/* The type `obj` was allocated with. `obj` must be the start of an object
+ * (NULL, a non-heap address or an interior pointer is misuse). Any thread. */
+const lull_type *lull_type_of(const void *obj);
+
+/* Keep `p` in a register at this point (an empty asm: no instruction).
+ * Put it in the body of a loop that walks an object's fields through an
+ * address an optimising compiler may rebase (o->payload[i] indexed by a
+ * function of (o->id, i)), so that a collection during the loop sees the
+ * object; loops indexing by a plain counter need none (doc/api.md). */
+#define lull_keep(p) __asm__ __volatile__("" : : "r"(p))
+
+/* ------------------------------------------------------------------------ */
+/* Storing references: the write barrier                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Store `value` (a reference or NULL) into `slot`, which lies inside heap
+ * object `obj`, and record the store for the collector (a card). Every
+ * store of a reference into a heap object goes through it; reading needs
+ * no barrier. Release ordering: a thread that loads the slot with acquire
+ * ordering sees the target's initialised contents. Attached thread; a
+ * slot outside the heap, or a call before lull_init, is misuse. Inline (a
+ * few instructions, at the end of this header); a possible pause point:
+ * it runs a minor when the thread has marked its budget of cards
+ * (lull_stats.minors_for_cards), and during a concurrent mark it may wait
+ * a bounded time for the mark to catch up.
+ */
+static inline void lull_store(void *obj, void *slot, void *value);
+#define LULL_SET(obj, field, value) lull_store((obj), (void *)&(obj)->field, (value))
+
+/* ------------------------------------------------------------------------ */
+/* Roots                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Register [start, start+size) as a conservative root range: every aligned
+ * word that points into an object (interior pointers included) keeps it
+ * alive and in place. Returns 0, -EINVAL (NULL start, zero size, a
+ * wrapping range), -EEXIST (start already registered), -ENOMEM, -EPERM
+ * before lull_init. Any thread; takes the gc lock. */
+int  lull_root_add(void *start, size_t size);
+
+/* Register `count` words at `refs` as precise roots: each is a reference or
+ * NULL; the collector may move their targets and update the words. Errors
+ * as lull_root_add (-EINVAL also for misaligned refs or an overflowing
+ * count). Any thread; takes the gc lock. */
+int  lull_root_add_refs(void **refs, size_t count);
+
+/* Unregister the root that starts at `start`. No-op if none does, and
+ * before lull_init. Any thread; takes the gc lock. */
+void lull_root_remove(void *start);
+
+/* ------------------------------------------------------------------------ */
+/* GC handles                                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A handle names a slot in one of the collector's handle tables (one per
+ * kind). Handles are safe to use from any attached thread at any time,
+ * without locks (slots are claimed, set and cleared with compare-and-swap;
+ * the tables grow by installing buckets with compare-and-swap, so slots
+ * never move); no handle call blocks or pauses. The tables are not scanned
+ * conservatively. Each kind holds at most LULL_HANDLE_MAX - 1 handles.
+ */
+typedef uint32_t lull_handle;          /* 0 is never a valid handle */
+enum lull_handle_kind {
+    LULL_HANDLE_WEAK,        /* cleared when the target dies, before its finalizer runs */
+    LULL_HANDLE_WEAK_TRACK,  /* cleared only when the target can no longer be resurrected */
+    LULL_HANDLE_NORMAL,      /* keeps the target alive; the target may move (the handle follows) */
+    LULL_HANDLE_PINNED,      /* keeps the target alive and in place */
+};
+#define LULL_HANDLE_MAX ((uint32_t)1 << 25)   /* handles per kind, bound */
+
+/* A new handle of `kind` on `obj` (the start of a heap object, or NULL).
+ * Returns 0 with errno = ENOMEM when the kind's table is full or cannot
+ * grow. An unknown kind, or an `obj` that is not a heap object, is misuse. */
+lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind);
+
+/* The handle's target: NULL if it was set to NULL or, for a weak handle,
+ * once its target died (never an object the collector found dead, also
+ * during a concurrent mark). */
+void       *lull_handle_get(lull_handle h);
+
+/* Point the handle at `obj` (a heap object or NULL). */
+void        lull_handle_set(lull_handle h, void *obj);
+
+/* Release the handle; its value may be handed out again. Using a freed
+ * handle, or a value lull_handle_new never returned, is misuse (detected
+ * unless the slot has since been reused 32 times over). */
+void        lull_handle_free(lull_handle h);
+
+/* ------------------------------------------------------------------------ */
+/* Finalizers                                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * `fn(obj, data)` runs once, after `obj` became unreachable: the collection
+ * that finds it so keeps the object and what it references for one more
+ * cycle and queues the call, which runs on the "lull-finalizer" thread
+ * (attached while it runs finalizers; joined by lull_shutdown), or, with
+ * finalizers=manual, only inside lull_run_finalizers(). The object is
+ * intact during the call and reclaimed afterwards unless the finalizer
+ * stored it somewhere reachable (then it is an ordinary object again).
+ * Unordered, as in .NET and SGen. Finalizers are program code: they may
+ * allocate and call lull, but not lull_shutdown. Registering again
+ * replaces the previous finalizer; fn = NULL removes it. Returns 0,
+ * -EINVAL if `obj` is not the start of a heap object, -ENOMEM, -EPERM
+ * before lull_init. Any thread; takes the gc lock.
+ */
+typedef void (*lull_finalizer_fn)(void *obj, void *data);
+int  lull_register_finalizer(void *obj, lull_finalizer_fn fn, void *data);
+
+/* Run the queued finalizers on the calling (attached) thread, including
+ * any that the collections they cause queue meanwhile; returns when the
+ * queue is empty. For finalizers=manual (at a frame boundary). Runs
+ * program code, which may pause. Misuse before lull_init. */
+void lull_run_finalizers(void);
+
+/* ------------------------------------------------------------------------ */
+/* Collecting and latency                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum { LULL_GEN_NURSERY = 0, LULL_GEN_MAJOR = 1 };
+
+/* LULL_GEN_NURSERY: run a minor collection. LULL_GEN_MAJOR: return after a
+ * complete major collection (a running mark is finished). Runs pauses and
+ * waits. Any thread (an unattached thread's stack is no root). Another
+ * generation, or a call before lull_init, is misuse. */
+void lull_collect(int generation);
+
+/* Ask the collector not to run stop-the-world majors (true: allow them
+ * again). Returns true when the request is honoured (concurrent majors are
+ * available), false with major=stw. Best effort: an allocation that would
+ * otherwise fail may still force one (collections_major_sync). Any
+ * thread; never blocks. Misuse before lull_init. */
+bool lull_set_allow_synchronous_major(bool allow);
+
+/* The pause minors aim at (pause-target; 5 ms unless set): the nursery is
+ * resized after every minor, between 256 KiB and nursery-size, so the
+ * next minor is predicted to take `ns`; a change takes effect at once.
+ * Returns 0, -EINVAL outside [LULL_PAUSE_TARGET_MIN_NS,
+ * LULL_PAUSE_TARGET_MAX_NS] (below 100 us stopping the threads alone takes
+ * longer; above 10 s nothing is aimed at), -EPERM before lull_init. Any
+ * thread; takes the gc lock. */
+#define LULL_PAUSE_TARGET_MIN_NS ((uint64_t)100000)
+#define LULL_PAUSE_TARGET_MAX_NS ((uint64_t)10000000000)
+int lull_set_pause_target(uint64_t ns);
+
+/* The program has about `ns` nanoseconds with nothing to do (the end of a
+ * frame, between requests). lull runs a minor there when the nursery would
+ * fill before the next call and the minor is predicted to fit `ns`, or a
+ * major's pause that fits (a concurrent mark's final pause waits for such
+ * a call; an evacuating major runs in one whose `ns` fits it). Returns 1
+ * if it collected (lull_stats.minors_idle, majors_idle), 0 if not, -EINVAL
+ * for 0, -EPERM before lull_init. Any thread; takes the gc lock: call it
+ * between units of work, not inside them (doc/api.md). */
+int lull_idle(uint64_t ns);
+
+/* The heap goal (heap-growth; 100 unless set): after each major the heap
+ * may grow to live x (1 + percent / 100) (live at least 4 MiB) before the
+ * next major is due. Takes effect at once. Returns 0, -EINVAL outside
+ * [LULL_HEAP_GROWTH_MIN, LULL_HEAP_GROWTH_MAX], -EPERM before lull_init.
+ * Any thread; takes the gc lock; never collects. */
+#define LULL_HEAP_GROWTH_MIN 1u
+#define LULL_HEAP_GROWTH_MAX 10000u
+int lull_set_heap_growth(unsigned percent);
+
+/* A soft limit on the memory the heap holds (memory-limit; none unless
+ * set; 0 removes it): the heap goal stays under it, so majors come sooner
+ * and free memory goes back sooner near it. Never fails an allocation
+ * (max-heap-size is the hard limit). Returns 0, -EINVAL for a nonzero limit
+ * under LULL_MEMORY_LIMIT_MIN, -EPERM before lull_init. Any thread; takes
+ * the gc lock; never collects. */
+#define LULL_MEMORY_LIMIT_MIN ((size_t)4 << 20)
+int lull_set_memory_limit(size_t bytes);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Fields are only ever added at the end (doc/api.md has every field). */
+typedef struct lull_stats {
+    uint64_t collections_minor;
+    uint64_t collections_major;       /* all majors, concurrent and synchronous */
+    uint64_t collections_major_sync;  /* majors that marked with the world stopped */
+    uint64_t pauses;                  /* stop-the-world pauses of any kind */
+    uint64_t pause_total_ns;
+    uint64_t pause_max_ns;
+    uint64_t pause_p50_ns, pause_p95_ns, pause_p99_ns;
+    uint64_t bytes_allocated;         /* since lull_init */
+    uint64_t heap_bytes;              /* memory the heap holds now */
+    uint64_t live_bytes_after_major;  /* live bytes found by the last major */
+    /* The pauses above, split by kind. */
+    uint64_t pauses_minor;            /* pauses of minor (nursery) collections */
+    uint64_t pause_minor_max_ns, pause_minor_p50_ns, pause_minor_p99_ns;
+    uint64_t pauses_major;            /* pauses of major collections: initial, final, synchronous */
+    uint64_t pause_major_max_ns, pause_major_p50_ns, pause_major_p99_ns;
+    /* The pause target: minors whose pause exceeded it, the target now, and
+     * the nursery's size now (the room it hands out between minors). */
+    uint64_t minors_over_target;
+    uint64_t pause_target_ns;
+    uint64_t nursery_bytes;
+    /* Finalizer calls queued (their object found unreachable) and run. */
+    uint64_t finalizers_queued;
+    uint64_t finalizers_run;
+    /* What synchronous majors moved out of sparse size classes
+     * (evacuation-threshold), objects and the bytes of their slots. */
+    uint64_t objects_evacuated;
+    uint64_t bytes_evacuated;
+    /* Of heap_bytes: empty blocks kept for reuse and the next minor. */
+    uint64_t heap_empty_bytes;
+    /* Minors a thread's write barrier ran: it had marked its share of the
+     * cards the next minor may scan within the pause target. */
+    uint64_t minors_for_cards;
+    /* Bytes of nursery objects minors copied into the major heap. */
+    uint64_t bytes_promoted;
+    /* Minors, and majors' pauses, lull_idle ran. */
+    uint64_t minors_idle;
+    uint64_t majors_idle;
+    /* Bytes of nursery objects minors copied within the nursery to age
+     * there once (promotion-age=2 or auto). */
+    uint64_t bytes_aged;
+    /* The heap goal (live at the last major plus the allowance) and the
+     * soft memory limit in force (0: none). */
+    uint64_t heap_goal_bytes;
+    uint64_t memory_limit_bytes;
+    /* Times a program thread waited for the concurrent mark to catch up,
+     * and how long in all. */
+    uint64_t paced_waits;
+    uint64_t paced_wait_ns;
+    /* Concurrent marks finished with the world stopped because the program
+     * got far past its allowance (also in collections_major_sync). */
+    uint64_t mark_finishes_sync;
+} lull_stats;
+
+/*
+ * Fill *stats with the statistics now (all 0 before lull_init). Any
+ * thread; takes the statistics lock briefly; never collects. NULL is
+ * misuse. lull_get_stats is a macro passing sizeof *stats to
+ * lull_get_stats_sized, which writes exactly `size` bytes: a program built
+ * against an older, smaller lull_stats gets the fields it knows and
+ * nothing past them is written; a newer, larger struct gets 0 in the
+ * fields this library lacks. It returns the bytes filled from the
+ * library's fields. The function lull_get_stats (its address, or
+ * (lull_get_stats)(s)) fills LULL_STATS_SIZE_0_1 bytes: the 0.1 struct.
+ */
+size_t lull_get_stats_sized(lull_stats *stats, size_t size);
+void lull_get_stats(lull_stats *stats);
+#define lull_get_stats(stats) ((void)lull_get_stats_sized((stats), sizeof *(stats)))
+#define LULL_STATS_SIZE_0_1 (offsetof(lull_stats, mark_finishes_sync) + sizeof(uint64_t))
+
+/* ------------------------------------------------------------------------ */
+/* The pause hook                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* One stop-the-world pause, as reported to the pause hook. Fields are only
+ * ever added at the end. */
+typedef struct lull_pause_event {
+    int      generation;     /* LULL_GEN_NURSERY or LULL_GEN_MAJOR */
+    uint64_t collection;     /* collections (minor + major) so far, this one included */
+    uint64_t start_ns;       /* CLOCK_MONOTONIC when stopping began */
+    uint64_t duration_ns;    /* until the last thread may run again; as counted in lull_stats */
+    int      phase;          /* LULL_PHASE_WHOLE, _INITIAL or _FINAL (below) */
+} lull_pause_event;
+
+/* lull_pause_event.phase: a whole collection in one pause (a minor, or a
+ * synchronous major), or the initial or final pause of a concurrent major
+ * (both carry the major's collection number). */
+enum { LULL_PHASE_WHOLE = 0, LULL_PHASE_INITIAL = 1, LULL_PHASE_FINAL = 2 };
+
+typedef void (*lull_pause_hook)(const lull_pause_event *event, void *data);
+
+/* Call `hook(event, data)` after every pause, on the thread that ran it,
+ * once the world runs again, with lull's collection lock still held: the
+ * hook must not allocate from lull or call lull, and should only record.
+ * NULL removes it; one hook at a time; lull_shutdown removes it. Any
+ * thread; takes the gc lock. Misuse before lull_init. */
+void lull_set_pause_hook(lull_pause_hook hook, void *data);
+
+/* ------------------------------------------------------------------------ */
+/* Looking inside: heap-shots                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lull_type_usage {
+    const lull_type *type;
+    uint64_t objects;        /* live objects of this type */
+    uint64_t bytes;          /* their bytes, headers included: the memory their slots take */
+} lull_type_usage;
+
+typedef void (*lull_heap_shot_fn)(const lull_type_usage *usage, size_t count, void *data);
+
+/* Run a complete major collection that marks with the world stopped (exact
+ * counts, no floating garbage) and report every type with live objects,
+ * once each: `fn(usage, count, data)` runs on the calling thread once the
+ * world runs again and lull's locks are released (it may call lull).
+ * Returns 0, -EINVAL for a NULL fn, -EPERM before lull_init, -ENOMEM when
+ * the table for the counts cannot be had (or more than 65,536 types are
+ * live; the collection has run then). Any thread; runs a pause. */
+int lull_heap_shot(lull_heap_shot_fn fn, void *data);
+
+/* With <sys/sdt.h> at build time the library also carries USDT probes of
+ * provider "lull" (a nop each until a tracer attaches); doc/observability.md
+ * lists each probe and its arguments. */
+
+/* ------------------------------------------------------------------------ */
+/* Messages: warnings and misuse reports                                    */
+/* ------------------------------------------------------------------------ */
+
+/* lull_message_fn's `kind`. */
+enum {
+    LULL_MSG_WARNING = 1,  /* lull goes on: a bad option in lull_init, a pause waiting long for a thread */
+    LULL_MSG_FATAL = 2,    /* misuse that would corrupt the heap, or a broken internal invariant:
+                              lull aborts when the handler returns */
+};
+
+/* A message handler: `function` is the lull function that reports (such
+ * as "lull_alloc"), `message` one line without the "lull: function: "
+ * prefix and without a newline. Return 0 to take the message, nonzero to
+ * have lull also write it to stderr as it does without a handler. */
+typedef int (*lull_message_fn)(int kind, const char *function, const char *message, void *data);
+
+/*
+ * Send lull's warnings and misuse reports to `fn(kind, function, message,
+ * data)` instead of stderr; NULL restores stderr. It stays installed until
+ * replaced (also across lull_shutdown and lull_init). After a
+ * LULL_MSG_FATAL message lull calls abort() when the handler returns; the
+ * handler may instead end the process its own way (exit, _exit), but must
+ * not longjmp back into the program. The handler runs on the reporting
+ * thread, which may hold lull's locks with other threads stopped (holding
+ * whatever they held, malloc's lock included): it must not call lull and
+ * should only record the line. A report racing with this call goes to the
+ * old or the new handler, each with its own data. Any thread, any time
+ * (also before lull_init, to receive its reports). LULL_GC_DEBUG's own
+ * output (log, fail-mmap) stays on stderr.
+ */
+void lull_set_message_handler(lull_message_fn fn, void *data);
+
+/* ======================================================================== */
+/* Internals: what the inline fast paths (lull_alloc, lull_alloc_array,     */
+/* lull_store) need. Not part of the API: names with lull__ / LULL__ may    */
+/* change in any version.                                                   */
+/* ======================================================================== */
+
+/* The inline allocation fast path.
  *
  * Each attached thread bump-allocates small objects from its thread-local
  * allocation buffer (TLAB) in the nursery: [next, end) is zeroed memory
@@ -219,22 +558,13 @@ static inline void *lull__alloc_inline(const lull_type *type, size_t length, int
     return lull__alloc_slow(type, length, array);
 }
 
+
 /* lull_alloc and lull_alloc_array are also real functions (their address
  * can be taken); calls go through the inline fast path. */
 #define lull_alloc(type) lull__alloc_inline((type), 0, 0)
 #define lull_alloc_array(type, length) lull__alloc_inline((type), (length), 1)
 
-/* The type an object was allocated with. `obj` must be the start of an
- * object (NULL, a non-heap address or an interior pointer aborts; an
- * interior pointer into a young object is recognised by its first word not
- * being a type, so types must not themselves live in the lull heap). */
-const lull_type *lull_type_of(const void *obj);
-
-/* ------------------------------------------------------------------------ */
-/* Storing references: the write barrier                                    */
-/* ------------------------------------------------------------------------ */
-
-/* Internal: what the inline barrier needs. Not part of the API. */
+/* What the inline barrier needs. */
 struct lull__barrier_state {
     uintptr_t heap_start;   /* first address of the heap's range */
     uintptr_t heap_size;    /* bytes in the range; 0 before lull_init */
@@ -285,10 +615,7 @@ static inline void lull__store_young(void *slot, void *value, uintptr_t off)
 }
 
 /*
- * Store `value` (a reference or NULL) into `slot`, which lies inside heap
- * object `obj`, and record the store for the collector. Release ordering: a
- * thread that loads the slot with acquire ordering sees the target's
- * initialised contents.
+ * lull_store (its contract is in the public part above).
  *
  * The store is recorded (its 128-byte card marked) where the collector
  * needs it: in the minors' cards when `value` is young (in the nursery, or
@@ -344,406 +671,6 @@ static inline void lull_store(void *obj, void *slot, void *value)
     }
     lull__store_young(slot, value, off);
 }
-
-#define LULL_SET(obj, field, value) lull_store((obj), (void *)&(obj)->field, (value))
-
-/* ------------------------------------------------------------------------ */
-/* Roots                                                                    */
-/* ------------------------------------------------------------------------ */
-
-/* Register [start, start+size) as a conservative root range: every aligned
- * word that points into an object (interior pointers included) keeps it
- * alive and in place. Returns 0, -EINVAL (NULL start, zero size), -EEXIST
- * (start already registered), -ENOMEM, -EPERM before lull_init. */
-int  lull_root_add(void *start, size_t size);
-
-/* Register `count` words at `refs` as precise roots: each is a reference or
- * NULL. The collector may move their targets and update the words. */
-int  lull_root_add_refs(void **refs, size_t count);
-
-/* Unregister the root that starts at `start`. No-op if none does. */
-void lull_root_remove(void *start);
-
-/* ------------------------------------------------------------------------ */
-/* GC handles, weak references and finalizers                               */
-/* ------------------------------------------------------------------------ */
-
-/*
- * A handle names a slot in one of the collector's handle tables (one per
- * kind). Handles are safe to use from any attached thread at any time,
- * without locks: a slot is claimed, set and cleared with compare-and-swap,
- * and the tables grow by installing buckets of doubling size with
- * compare-and-swap, so existing slots never move.
- *
- *   WEAK        does not keep its target alive; cleared (reads NULL) when
- *               the target becomes unreachable, before the target's
- *               finalizer runs.
- *   WEAK_TRACK  does not keep its target alive; cleared only when the
- *               target is reclaimed: it follows an object kept for its
- *               finalizer until that object is unreachable again.
- *   NORMAL      keeps its target alive; the target may move (the handle
- *               follows it).
- *   PINNED      keeps its target alive and at its address.
- *
- * The tables are not scanned conservatively: a weak handle's slot never
- * keeps anything alive. Each kind holds at most LULL_HANDLE_MAX - 1 handles.
- */
-typedef uint32_t lull_handle;          /* 0 is never a valid handle */
-enum lull_handle_kind {
-    LULL_HANDLE_WEAK,        /* cleared when the target dies, before its finalizer runs */
-    LULL_HANDLE_WEAK_TRACK,  /* cleared only when the target can no longer be resurrected */
-    LULL_HANDLE_NORMAL,      /* keeps the target alive; the target may move */
-    LULL_HANDLE_PINNED,      /* keeps the target alive and in place */
-};
-#define LULL_HANDLE_MAX ((uint32_t)1 << 25)   /* handles per kind, bound (addition to API.md) */
-
-/* A new handle of `kind` on `obj` (the start of a heap object, or NULL).
- * Returns 0 with errno = ENOMEM when the kind's table is full or cannot
- * grow. An unknown kind, or an `obj` that is not a heap object, is misuse
- * (abort). */
-lull_handle lull_handle_new(void *obj, enum lull_handle_kind kind);
-
-/* The handle's target: NULL if it was set to NULL, or, for a weak handle,
- * once its target died. A weak handle never yields an object the
- * collector has found dead, also while a concurrent mark runs: the object
- * read then is kept by that mark for as long as the program holds it. */
-void       *lull_handle_get(lull_handle h);
-
-/* Point the handle at `obj` (a heap object or NULL). */
-void        lull_handle_set(lull_handle h, void *obj);
-
-/* Release the handle; its value may be handed out again. Using a freed
- * handle, or a value lull_handle_new never returned, is misuse: detected
- * (one line naming the function, then abort) unless the slot has since
- * been reused 32 times over. */
-void        lull_handle_free(lull_handle h);
-
-/*
- * Finalizers. `fn(obj, data)` runs once, after `obj` became unreachable:
- * at the collection that finds it so (a minor for a young object, a
- * major for an old one), the object and everything it references are kept
- * for one more cycle, and the call is queued. It runs on the collector's
- * finalizer thread ("lull-finalizer", started when the first finalizer is
- * queued; attached while it runs finalizers, which are program code, so
- * pauses stop it then like any thread; detached while it waits on a
- * semaphore for work, so no pause ever signals it then; joined by
- * lull_shutdown), or, with finalizers=manual in LULL_GC_PARAMS, only
- * inside lull_run_finalizers().
- * During the call `obj` and what it references are intact; afterwards the
- * object is reclaimed unless the finalizer stored it somewhere reachable
- * (it is then an ordinary object again, with no finalizer: register one
- * again to have it run again).
- *
- * Order: unordered (as in .NET and SGen). Objects found unreachable in
- * the same collection are finalized in no particular order, so in a
- * cycle of finalizable objects every member is finalized, and each
- * finalizer may see the others already finalized (but never freed: they
- * are reclaimed only at a later collection that finds them unreachable
- * again, after every finalizer of the cycle ran). A finalizer runs at
- * most once per registration. A finalizer that stores its object (or a
- * cycle member) somewhere reachable resurrects it as an ordinary object.
- *
- * Registering again replaces the previous finalizer; fn = NULL removes it.
- * Returns 0, -EINVAL if `obj` is not the start of a heap object, -ENOMEM,
- * -EPERM before lull_init.
- *
- * lull_shutdown: with finalizers=auto, the finalizers already queued run
- * first (on the finalizer thread, which is then joined); objects still
- * reachable, or not yet found unreachable, are never finalized (no
- * collection runs at shutdown). With finalizers=manual, what
- * lull_run_finalizers was not called for is dropped: it never runs.
- */
-typedef void (*lull_finalizer_fn)(void *obj, void *data);
-int  lull_register_finalizer(void *obj, lull_finalizer_fn fn, void *data);
-
-/* Run the queued finalizers on the calling thread (attached), including
- * any that the collections they cause queue meanwhile; returns when the
- * queue is empty. Useful with finalizers=manual (at a frame boundary);
- * with finalizers=auto it runs them here instead of waiting for the
- * finalizer thread. */
-void lull_run_finalizers(void);
-
-/* ------------------------------------------------------------------------ */
-/* Collecting and latency                                                   */
-/* ------------------------------------------------------------------------ */
-
-enum { LULL_GEN_NURSERY = 0, LULL_GEN_MAJOR = 1 };
-
-/* Collect `generation`: LULL_GEN_NURSERY runs a nursery collection,
- * LULL_GEN_MAJOR returns after a complete major collection. */
-void lull_collect(int generation);
-
-/* Ask the collector not to run stop-the-world majors (true: allow them
- * again). Returns true when the request is honoured (concurrent majors are
- * available), false otherwise (major=stw). Misuse before lull_init (abort). */
-bool lull_set_allow_synchronous_major(bool allow);
-
-/* The pause minor collections aim at (LULL_GC_PARAMS pause-target; 5 ms
- * unless set). After every minor the collector sizes the nursery from what
- * it measured (the fixed cost of stopping and scanning roots, the cost per
- * nursery byte of copying survivors and scanning dirty cards), between
- * 256 KiB and nursery-size, so that the next minor is predicted to take
- * `ns`; until a minor has measured them, a nursery byte is taken to cost
- * 1.4 ns, so the first nursery is at most target / 1.4 ns. A call that
- * changes the size does so at once (growing at most twofold): a smaller
- * nursery from the next TLAB handed out, a larger one too with
- * promotion-age=1 (with aging, from the next minor). Returns 0, or
- * -EINVAL for a value outside [LULL_PAUSE_TARGET_MIN_NS,
- * LULL_PAUSE_TARGET_MAX_NS]: below 100 us, stopping the threads alone takes
- * longer; above 10 s, nothing is aimed at. -EPERM before lull_init. */
-#define LULL_PAUSE_TARGET_MIN_NS ((uint64_t)100000)
-#define LULL_PAUSE_TARGET_MAX_NS ((uint64_t)10000000000)
-int lull_set_pause_target(uint64_t ns);
-
-/* Idle time (addition to API.md): the program has about `ns` nanoseconds
- * with nothing to do now; a game calls it at the end of each frame's work
- * with the time left before the frame's deadline, a server between
- * requests. Objects a unit of work used and dropped are dead at that
- * point, so a minor then promotes only what lives on, where a minor in
- * the middle of the work would promote the unit's temporaries too. lull
- * runs a minor now when the nursery would fill before the next call (at
- * the allocation measured between calls) and the minor is predicted to
- * fit `ns` (the average pause of the minors run there, or the pause-target
- * model before one has run); else it does nothing and the minor comes when
- * the nursery fills, as without the call. The first call only starts that
- * measurement. While the program calls it at least every third minor and
- * the minors run there fit the idle time it gives, the nursery holds at
- * least 1.25 times the allocation between calls and the write barrier's
- * card budget counts with the idle time, even where the pause target alone
- * would set them smaller: a minor in the middle of a unit of work that
- * allocates more than usual may then exceed the target. The majors'
- * pauses come here too, before the minor rule (which then counts with
- * what is left of `ns`): while the program makes the calls, a concurrent
- * mark whose background work is done waits for the next call for its
- * final pause (unless the allowance runs out first, or the final pauses
- * do not fit the idle time given on average), and the call runs it when
- * the last final pauses fit `ns`; and a synchronous major that evacuates a
- * fragmented heap is not chosen in the middle of the work (the majors stay
- * concurrent) but runs in a call whose `ns` fits its predicted pause. An
- * explicit lull_collect and an allocation that fails still evacuate at
- * once. Returns 1 if it collected (a minor or a major's pause; counted in
- * lull_stats.minors_idle and majors_idle), 0 if not, -EINVAL for
- * ns == 0. Each call takes the gc lock (about 0.04 us alone; 0.5-1.4 us
- * with 2-4 threads calling it back to back on 2 cores): call it between
- * units of work, not inside them. It may wait for the gc lock like any
- * allocation slow path, and may run on any thread (its pauses count as
- * usual). -EPERM before lull_init. */
-int lull_idle(uint64_t ns);
-
-/* The heap goal (LULL_GC_PARAMS heap-growth; 100 unless set): after each
- * major the heap may grow to live x (1 + percent / 100) (live: what that
- * major found, at least 4 MiB) before the next major is due; concurrent
- * majors are started early enough to end there. Takes effect at once: the
- * goal in force is recomputed from the last major's live size. Returns 0,
- * or -EINVAL for a percent outside [LULL_HEAP_GROWTH_MIN,
- * LULL_HEAP_GROWTH_MAX]. Any thread; takes the gc lock; never collects.
- * -EPERM before lull_init. */
-#define LULL_HEAP_GROWTH_MIN 1u
-#define LULL_HEAP_GROWTH_MAX 10000u
-int lull_set_heap_growth(unsigned percent);
-
-/* A soft limit on the memory the heap holds (LULL_GC_PARAMS memory-limit;
- * none unless set; 0 removes it). When the heap goal would pass it, the
- * goal is the limit: majors come sooner, and free memory goes back to the
- * OS sooner near it. It never fails an allocation: max-heap-size is the
- * hard limit. A live heap larger than the limit makes majors back to back
- * (every major's goal is then its live size plus a minimum allowance).
- * Returns 0, or -EINVAL for a nonzero limit under LULL_MEMORY_LIMIT_MIN.
- * Any thread; takes the gc lock; never collects. -EPERM before
- * lull_init. */
-#define LULL_MEMORY_LIMIT_MIN ((size_t)4 << 20)
-int lull_set_memory_limit(size_t bytes);
-
-/* ------------------------------------------------------------------------ */
-/* Statistics                                                               */
-/* ------------------------------------------------------------------------ */
-
-typedef struct lull_stats {
-    uint64_t collections_minor;
-    uint64_t collections_major;       /* all majors, concurrent and synchronous */
-    uint64_t collections_major_sync;  /* majors that marked with the world stopped */
-    uint64_t pauses;                  /* stop-the-world pauses of any kind */
-    uint64_t pause_total_ns;
-    uint64_t pause_max_ns;
-    uint64_t pause_p50_ns, pause_p95_ns, pause_p99_ns;
-    uint64_t bytes_allocated;         /* since lull_init */
-    uint64_t heap_bytes;              /* memory the heap holds now */
-    uint64_t live_bytes_after_major;  /* live bytes found by the last major */
-    /* The pauses above, split by kind (additions to API.md). */
-    uint64_t pauses_minor;            /* pauses of minor (nursery) collections */
-    uint64_t pause_minor_max_ns, pause_minor_p50_ns, pause_minor_p99_ns;
-    uint64_t pauses_major;            /* pauses of major collections */
-    uint64_t pause_major_max_ns, pause_major_p50_ns, pause_major_p99_ns;
-    /* The pause target (additions to API.md): minors whose pause exceeded
-     * it, the target now, and the nursery's size now: the room it hands
-     * out between minors (objects the last minor left pinned in it take
-     * none of it: its limit moves past them, up to nursery-size). */
-    uint64_t minors_over_target;
-    uint64_t pause_target_ns;
-    uint64_t nursery_bytes;
-    /* Finalizers (additions to API.md): calls queued because their object
-     * was found unreachable, and calls that have run (queued - run are
-     * pending). */
-    uint64_t finalizers_queued;
-    uint64_t finalizers_run;
-    /* Evacuation (additions to API.md): objects synchronous majors have
-     * moved out of sparsely occupied size classes since lull_init, and the
-     * bytes of their slots (evacuation-threshold, README). */
-    uint64_t objects_evacuated;
-    uint64_t bytes_evacuated;
-    /* Of heap_bytes (addition to API.md): empty blocks the heap keeps for
-     * reuse, among them those prepared for the next minor's promotion. */
-    uint64_t heap_empty_bytes;
-    /* Minors that a thread's write barrier asked for (addition to API.md):
-     * it had marked its share of the cards the next minor may scan within
-     * the pause target, in stores of young references into old objects
-     * made without allocating (README, "when to collect"). */
-    uint64_t minors_for_cards;
-    /* Survival (addition to API.md): bytes of nursery objects that minors
-     * copied into the major heap since lull_init. Over bytes_allocated it
-     * is the share of allocation that outlived its nursery; objects pinned
-     * in the nursery and large objects (never in it) are not counted. */
-    uint64_t bytes_promoted;
-    /* Minors lull_idle ran (addition to API.md); among collections_minor. */
-    uint64_t minors_idle;
-    /* Majors' pauses lull_idle ran (addition to API.md): final pauses of
-     * concurrent marks, and evacuating synchronous majors (README, "idle
-     * time"). Among pauses_major. */
-    uint64_t majors_idle;
-    /* Aging (addition to API.md): bytes of nursery objects that minors
-     * copied within the nursery, to age there once before promotion
-     * (promotion-age=2 or auto; README, "aging in the nursery"). A survivor that ages and
-     * then survives again is counted here and in bytes_promoted. */
-    uint64_t bytes_aged;
-    /* The heap goal (lull_set_heap_growth): live at the last major plus
-     * the allowance; the soft memory limit in force (0: none). */
-    uint64_t heap_goal_bytes;
-    uint64_t memory_limit_bytes;
-    /* Pacing: the times a program thread waited in a slow path for the
-     * concurrent mark to catch up, and how long in all. */
-    uint64_t paced_waits;
-    uint64_t paced_wait_ns;
-    /* Concurrent marks finished with the world stopped because the program
-     * got far past its allowance while they ran (when synchronous majors
-     * are allowed; also counted in collections_major_sync). */
-    uint64_t mark_finishes_sync;
-} lull_stats;
-
-/*
- * Fill *stats with the statistics now. Before lull_init every field is 0.
- * Any thread, attached or not; takes the statistics lock briefly, never
- * collects. NULL is misuse (abort).
- *
- * lull_get_stats is a macro passing sizeof *stats to lull_get_stats_sized,
- * which fills only that many bytes: a program built against an older,
- * smaller lull_stats gets the fields it knows, and nothing after them is
- * written; one built against a newer, larger struct gets 0 in the fields
- * this library does not have. lull_get_stats_sized returns the bytes it
- * filled from the library's own fields (at most sizeof (lull_stats) of the
- * library). The function lull_get_stats (its address, or a call that
- * names it in parentheses) fills LULL_STATS_SIZE_0_1 bytes: the fields up
- * to mark_finishes_sync, the struct of the first release with the sized
- * call.
- */
-size_t lull_get_stats_sized(lull_stats *stats, size_t size);
-void lull_get_stats(lull_stats *stats);
-#define lull_get_stats(stats) ((void)lull_get_stats_sized((stats), sizeof *(stats)))
-#define LULL_STATS_SIZE_0_1 (offsetof(lull_stats, mark_finishes_sync) + sizeof(uint64_t))
-
-/* One stop-the-world pause, as reported to the pause hook. */
-typedef struct lull_pause_event {
-    int      generation;     /* LULL_GEN_NURSERY or LULL_GEN_MAJOR */
-    uint64_t collection;     /* collections (minor + major) so far, this one included */
-    uint64_t start_ns;       /* CLOCK_MONOTONIC when stopping began */
-    uint64_t duration_ns;    /* until the last thread may run again; as counted in lull_stats */
-    int      phase;          /* LULL_PHASE_WHOLE, _INITIAL or _FINAL (below) */
-} lull_pause_event;
-
-/* lull_pause_event.phase: a whole collection in one pause (a minor, or a
- * synchronous major), or the initial or final pause of a concurrent major.
- * A concurrent major's two pauses carry the same collection number; minors
- * run between them carry numbers of their own. */
-enum { LULL_PHASE_WHOLE = 0, LULL_PHASE_INITIAL = 1, LULL_PHASE_FINAL = 2 };
-
-typedef void (*lull_pause_hook)(const lull_pause_event *event, void *data);
-
-/* Call `hook(event, data)` after every pause, from the thread that ran the
- * collection, once the world runs again, while lull's collection lock is
- * still held: the hook must not allocate from lull or call other lull
- * functions, and should return quickly (record the event, nothing more).
- * NULL removes the hook. Only one hook is installed at a time; lull_shutdown
- * removes it. Calling before lull_init is misuse (abort). */
-void lull_set_pause_hook(lull_pause_hook hook, void *data);
-
-/* ------------------------------------------------------------------------ */
-/* Messages: warnings and misuse reports                                    */
-/* ------------------------------------------------------------------------ */
-
-/* lull_message_fn's `kind`. */
-enum {
-    LULL_MSG_WARNING = 1,  /* lull goes on: a bad option in lull_init, a pause waiting long for a thread */
-    LULL_MSG_FATAL = 2,    /* misuse that would corrupt the heap, or a broken internal invariant:
-                              lull aborts when the handler returns */
-};
-
-/* A message handler: `function` is the lull function that reports (such
- * as "lull_alloc"), `message` one line without the "lull: function: "
- * prefix and without a newline. Return 0 to take the message, nonzero to
- * have lull also write it to stderr as it does without a handler
- * ("lull: function: message\n"). */
-typedef int (*lull_message_fn)(int kind, const char *function, const char *message, void *data);
-
-/*
- * Send lull's warnings and misuse reports to `fn(kind, function, message,
- * data)` instead of stderr; NULL restores stderr. The handler stays
- * installed until replaced (also across lull_shutdown and lull_init).
- * After a LULL_MSG_FATAL message lull calls abort() when the handler
- * returns: the handler may instead end the process its own way (save a
- * crash report, then exit or _exit), but must not return into the program
- * by longjmp (lull's locks may be held, the heap may be inconsistent).
- * The handler runs on the thread that reports, which may be a collector
- * thread or a thread that has stopped the others (holding lull's locks,
- * other threads stopped while holding whatever they held, malloc's lock
- * included): it must not call lull, and should only record the line
- * (copy it, write(2) it). A report racing with this call goes to the old
- * or the new handler, each with its own data. Any thread, any time (also
- * before lull_init, to receive lull_init's own reports). The debugging
- * output LULL_GC_DEBUG asks for (log, fail-mmap) stays on stderr.
- */
-void lull_set_message_handler(lull_message_fn fn, void *data);
-
-/* ------------------------------------------------------------------------ */
-/* Looking inside: heap-shots                                               */
-/* ------------------------------------------------------------------------ */
-
-typedef struct lull_type_usage {
-    const lull_type *type;
-    uint64_t objects;        /* live objects of this type */
-    uint64_t bytes;          /* their bytes, headers included: the memory their slots take */
-} lull_type_usage;
-
-typedef void (*lull_heap_shot_fn)(const lull_type_usage *usage, size_t count, void *data);
-
-/* Run a complete major collection, marking with the world stopped (so
- * the counts are exactly what was reachable at that moment, with no
- * floating garbage; a concurrent mark running is finished first), and
- * report from its mark every type with live objects, once each: `count`
- * entries, in no particular order. `fn` runs on the calling thread once
- * the world runs again and lull's locks are released: it may call lull.
- * The counting walks the marked objects within that collection's pause.
- * Returns 0, -EINVAL for a NULL fn, -EPERM before lull_init, -ENOMEM when
- * the table for the counts cannot be had (or more than 65,536 types are
- * live; the collection has run then). */
-int lull_heap_shot(lull_heap_shot_fn fn, void *data);
-
-/* With <sys/sdt.h> at build time the library also carries USDT probes of
- * provider "lull" (a nop each until a tracer attaches): the begin and end
- * of every pause and of its steps (world stop, restart, sweep), of a
- * concurrent major's initial pause, concurrent mark, preclean passes and
- * final pause, and of the background sweep; the gc lock; allocation slow
- * paths by kind with type name and size; objects pinned and promoted; heap
- * growth; weak handles cleared; finalizers queued and run. The README
- * lists each probe and its arguments. */
 
 #ifdef __cplusplus
 }

@@ -150,7 +150,7 @@ static const struct { const char *params, *key; } rejected[] = {
     { "allow-synchronous-major=", "allow-synchronous-major" },
     { "nursery-size=2g", "nursery-size" },                      /* above 1g */
     { "nursery-size=32k", "nursery-size" },                     /* below 64k */
-    /* The signals README names as refused (fault-reporting or uncatchable),
+    /* The signals doc/options.md names as refused (fault-reporting or uncatchable),
      * out of range, not numbers, and the two signals equal. */
     { "suspend-signal=9", "suspend-signal" },     /* SIGKILL */
     { "suspend-signal=19", "suspend-signal" },    /* SIGSTOP */

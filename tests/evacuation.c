@@ -31,7 +31,7 @@
  * With evacuation-threshold=0 in the params (argv[1]) nothing may move,
  * nothing is counted, and the heap keeps its blocks. `--scale K` makes the
  * population K times larger and prints the resident set and the majors'
- * pauses as well (README's figures).
+ * pauses as well (doc/performance.md's figures).
  *
  * `evacuation --faults` runs this program again as a child (fresh stack)
  * with LULL_GC_DEBUG=plant-evac-fault=slot, which leaves the first heap

@@ -350,7 +350,7 @@ static uint32_t pc_max_slot;
 static void pc_wait(void)
 {
     struct timespec ts = { 0, 1000 };
-    nanosleep(&ts, NULL);       /* intercepted: a pause can stop this thread (README, TSan) */
+    nanosleep(&ts, NULL);       /* intercepted: a pause can stop this thread (doc/debugging.md, Sanitizers) */
 }
 
 static void *pc_producer(void *arg)

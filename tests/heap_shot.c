@@ -351,7 +351,7 @@ int main(void)
     }
 
     atomic_store(&stop, true);
-    lull_thread_detach();      /* join from outside lull (README, under TSan) */
+    lull_thread_detach();      /* join from outside lull (doc/debugging.md, Sanitizers) */
     for (int i = 0; i < 2; i++)
         pthread_join(noise[i], NULL);
     CHECK(lull_thread_attach() == 0, "attach");

@@ -1,6 +1,6 @@
 /*
  * options — every option changes something this test observes (bad_input
- * checks that each one parses; this checks that it does what README says):
+ * checks that each one parses; this checks that it does what doc/options.md says):
  *
  *  - nursery-size: a minor runs each time the nursery is full, so a fixed
  *    volume of garbage costs about volume / nursery-size minors (256k, 1m,
@@ -19,7 +19,7 @@
  *  - allow-synchronous-major (and the switch): marks stretched by
  *    mark-delay under heavy allocation are finished with the world
  *    stopped when allowed, never when not;
- *  - concurrent-sweep, finalizers: README says they take effect with
+ *  - concurrent-sweep, finalizers: doc/options.md says they take effect with
  *    background sweep and finalizers; until then they change nothing,
  *    which is checked (with major=stw) so that the test fails (and must be
  *    extended) when one starts to matter;
@@ -88,7 +88,7 @@ static void test_nursery_size(void)
     check_minors("nursery-size=256k", 256 << 10);
     check_minors("nursery-size=1m", 1 * MB);
     check_minors("nursery-size=4m", 4 * MB);
-    /* README: halved until at most an eighth of max-heap-size. */
+    /* doc/options.md: halved until at most an eighth of max-heap-size. */
     check_minors("nursery-size=16m,max-heap-size=32m", 4 * MB);
     check_minors("nursery-size=16m", 16 * MB);
 }
@@ -269,7 +269,7 @@ static void test_not_yet(void)
     };
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++)
         check_not_yet(params[i]);
-    printf("options: concurrent-sweep, finalizers: no effect yet, as README says\n");
+    printf("options: concurrent-sweep, finalizers: no effect yet, as doc/options.md says\n");
 }
 
 /* major: concurrent majors are two pauses with the mark between them (the

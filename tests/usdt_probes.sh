@@ -1,7 +1,7 @@
 #!/bin/sh
-# usdt_probes.sh README LIBRARY [READELF]
+# usdt_probes.sh DOC LIBRARY [READELF]
 #
-# The README's probe table and the library's USDT notes (provider lull)
+# The probe table of DOC (doc/observability.md) and the library's USDT notes (provider lull)
 # name the same probes: every probe the table lists is in LIBRARY
 # (readelf -n), and every probe in LIBRARY is in the table. Run by ctest
 # on the built library (usdt_probes) and by check-package.sh on the
@@ -25,6 +25,6 @@ in_lib=$(echo "$notes" | awk '/Provider: lull$/ { p = 1; next } p && /Name:/ { p
 
 missing=$(printf '%s\n' "$listed" | grep -vxF "$in_lib" || true)
 unlisted=$(printf '%s\n' "$in_lib" | grep -vxF "$listed" || true)
-[ -z "$missing" ] || { echo "usdt_probes: listed in the README but not in $lib:" $missing >&2; exit 1; }
-[ -z "$unlisted" ] || { echo "usdt_probes: in $lib but not listed in the README:" $unlisted >&2; exit 1; }
-echo "usdt_probes: the $(printf '%s\n' "$listed" | wc -l) probes the README lists are all in $lib, and no other"
+[ -z "$missing" ] || { echo "usdt_probes: listed in $readme but not in $lib:" $missing >&2; exit 1; }
+[ -z "$unlisted" ] || { echo "usdt_probes: in $lib but not listed in $readme:" $unlisted >&2; exit 1; }
+echo "usdt_probes: the $(printf '%s\n' "$listed" | wc -l) probes $readme lists are all in $lib, and no other"

@@ -45,7 +45,7 @@ static int probe_generation(const lull_pause_record *r)
 }
 
 /* The probes of each step, then the clock: a probe that begins a step
- * fires before its time is taken, as the README's table says. */
+ * fires before its time is taken, as doc/observability.md's table says. */
 void lull_pause_step(lull_pause_record *r, enum lull_pause_step s)
 {
     switch (s) {

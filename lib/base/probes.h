@@ -4,7 +4,7 @@
  *
  *   bpftrace -e 'usdt:./liblull.so:lull:pause_end { @us = hist(arg1 / 1000); }'
  *
- * Probes (the README lists them with their arguments; the usdt_probes
+ * Probes (doc/observability.md lists them with their arguments; the usdt_probes
  * test reads that table and checks with readelf -n that each is in the
  * built library, and consumer_package that each is in the installed one):
  *   collection_begin(generation, reason)   a pause begins, before the world is stopped

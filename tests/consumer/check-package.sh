@@ -21,10 +21,10 @@ lib=$(find "$prefix" -name 'liblull.so*' | head -n 1)
 [ -n "$pc" ] || { echo "check-package: lull.pc was not installed" >&2; exit 1; }
 [ -n "$lib" ] || { echo "check-package: liblull.so was not installed" >&2; exit 1; }
 # Built with USDT probes (sys/sdt.h found): the installed library carries
-# every probe the README lists (issue 12).
+# every probe doc/observability.md lists (issue 12).
 if command -v readelf >/dev/null 2>&1 && readelf -n "$build/lib/liblull.so" 2>/dev/null | grep -q 'Provider: lull'; then
     echo "== USDT probes of the installed library"
-    sh "$src/../usdt_probes.sh" "$src/../../README.md" "$lib"
+    sh "$src/../usdt_probes.sh" "$src/../../doc/observability.md" "$lib"
 fi
 
 LD_LIBRARY_PATH=$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
