@@ -108,7 +108,8 @@ def main():
                        f'<title>{esc(n)}: {dur_ms:.3f} ms</title></rect>')
     # heap counter
     y = top + len(tids) * (row_h + gap)
-    pts = [(c["ts"], c["args"]["heap_bytes"]) for c in counters if lo <= c["ts"] <= hi]
+    pts = [(c["ts"], c["args"]["heap_bytes"]) for c in counters
+           if lo <= c["ts"] <= hi and "heap_bytes" in c.get("args", {})]   # the heap goal counter has none
     out.append(f'<text x="8" y="{y + 34}">heap</text>')
     out.append(f'<rect x="{left}" y="{y}" width="{plot_w}" height="60" fill="#f8f9fa"/>')
     if pts:
