@@ -51,9 +51,14 @@ int main(void)
            c.finalizers == LULL_FINALIZERS_MANUAL && c.suspend_signal == 10 && c.restart_signal == 12,
            "all keys");
 
+    c = parse_ok("max-heap-size=0");
+    UCHECK(c.max_heap_size == 0, "max-heap-size=0: no limit");
+    c = parse_ok("environment=debug-only");
+    UCHECK(c.environment == LULL_ENV_DEBUG_ONLY, "environment=debug-only");
+
     const char *bad[] = {
         "bogus=1", "nursery-size", "nursery-size=3m", "nursery-size=32k", "nursery-size=2g",
-        "nursery-size=x", "max-heap-size=100k", "max-heap-size=0", "max-heap-size=1m1",
+        "nursery-size=x", "max-heap-size=100k", "max-heap-size=1m1", "environment=maybe",
         "major=incremental", "mark-workers=0", "mark-workers=65", "mark-workers=-1",
         "concurrent-sweep=maybe", "card-filter=always", "allow-synchronous-major=", "finalizers=never",
         "suspend-signal=9", "suspend-signal=11", "restart-signal=0", "restart-signal=999",
