@@ -17,11 +17,13 @@
  *    LULL_GC_PARAMS itself;
  *  - the message handler: warnings go to it, not to stderr (unless it
  *    returns nonzero); a misuse report goes to it and lull then aborts,
- *    or the handler ends the process its own way (here: _exit(42)).
+ *    or the handler ends the process its own way (here: _exit(42)); a
+ *    handler replaced while another thread reports gets its own data.
  */
 #include "check.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 
 /* ---- version ---- */
@@ -294,6 +296,51 @@ static void messages(void)
           "after the handler was removed: stderr '%s'", err);
 }
 
+/* A handler changed while another thread reports: each report reaches a
+ * handler with that handler's own data (lull.h), never a mix. */
+static int data_a, data_b;
+static atomic_int mixed, reports;
+static int handler_a(int kind, const char *function, const char *message, void *data)
+{
+    (void)kind, (void)function, (void)message;
+    if (data != &data_a)
+        atomic_fetch_add(&mixed, 1);
+    atomic_fetch_add(&reports, 1);
+    return 0;
+}
+static int handler_b(int kind, const char *function, const char *message, void *data)
+{
+    (void)kind, (void)function, (void)message;
+    if (data != &data_b)
+        atomic_fetch_add(&mixed, 1);
+    atomic_fetch_add(&reports, 1);
+    return 0;
+}
+static atomic_bool reporting;
+static void *switcher(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; atomic_load(&reporting); i++)
+        lull_set_message_handler(i & 1 ? handler_a : handler_b, i & 1 ? &data_a : &data_b);
+    return NULL;
+}
+
+static void handler_race(void)
+{
+    pthread_t t;
+    atomic_store(&reporting, true);
+    lull_set_message_handler(handler_a, &data_a);
+    CHECK(pthread_create(&t, NULL, switcher, NULL) == 0, "pthread_create");
+    for (int i = 0; i < 3000; i++)
+        CHECK(lull_init("bogus-option=1") == -EINVAL, "bogus option accepted");
+    atomic_store(&reporting, false);
+    pthread_join(t, NULL);
+    lull_set_message_handler(NULL, NULL);
+    CHECK(atomic_load(&reports) == 3000, "%d reports of 3000 reached a handler", atomic_load(&reports));
+    CHECK(atomic_load(&mixed) == 0, "%d reports reached a handler with another handler's data",
+          atomic_load(&mixed));
+}
+
 int main(void)
 {
     version();
@@ -301,6 +348,7 @@ int main(void)
     params();
     environment();
     messages();
+    handler_race();
     printf("contract: ok\n");
     return 0;
 }
