@@ -5,7 +5,7 @@
  *    library's soname follows the 0.x promise (liblull.so.0.MINOR; the
  *    build passes the soname CMake gave it as LULL_TEST_SONAME);
  *  - ABI: lull_get_stats through an older, smaller struct (the first 12
- *    fields: the struct of API.md's first version) writes exactly those
+ *    fields: the struct of the first published API) writes exactly those
  *    bytes, with guard bytes after it intact, and the values match the
  *    full struct's; a struct larger than the library's gets zeros past
  *    it; the function symbol fills LULL_STATS_SIZE_0_1 bytes;
@@ -46,7 +46,7 @@ static void version(void)
 
 /* ---- sized statistics ---- */
 
-/* lull_stats as API.md first fixed it: a program built against that header. */
+/* lull_stats as the first published API fixed it: a program built against that header. */
 struct old_stats {
     uint64_t collections_minor, collections_major, collections_major_sync, pauses;
     uint64_t pause_total_ns, pause_max_ns, pause_p50_ns, pause_p95_ns, pause_p99_ns;

@@ -9,7 +9,7 @@
  *  - attach twice returns 0, detach twice is a no-op, a re-attached thread
  *    works again;
  *  - lull_set_allow_synchronous_major returns false with major=stw (no
- *    concurrent majors to fall back on, API.md) and true otherwise;
+ *    concurrent majors to fall back on, doc/api.md) and true otherwise;
  *    toggling it is harmless.
  */
 #include "check.h"

@@ -523,7 +523,7 @@ void lull_collect(int generation)
     lull_gc_lock();
     if (generation == LULL_GEN_MAJOR && lull_policy_prefers_evacuation()) {
         /* Synchronous majors are allowed and the heap is fragmented: one
-         * that evacuates (API.md: "unless synchronous majors are allowed and
+         * that evacuates (doc/api.md: "unless synchronous majors are allowed and
          * the collector judges one better"). */
         lull_collect_locked(LULL_GEN_MAJOR, "explicit, heap fragmented");
     } else if (generation == LULL_GEN_MAJOR && lull_cfg.major == LULL_MAJOR_CONCURRENT) {

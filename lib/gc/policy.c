@@ -930,7 +930,7 @@ int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **rea
         }
         return LULL_GEN_NURSERY;
     case LULL_POLICY_OUT_OF_MEMORY:
-        /* Synchronous whatever the switch says (API.md): the allocation
+        /* Synchronous whatever the switch says (doc/api.md): the allocation
          * fails otherwise. A running concurrent mark is finished. */
         *reason = "allocation failed";
         return LULL_GEN_MAJOR;

@@ -1,6 +1,6 @@
 /*
  * bad_input — what an outside program can rely on when it gets things wrong
- * or runs out of memory, written only against the public API (API.md):
+ * or runs out of memory, written only against the public API (doc/api.md):
  *
  *  - every malformed option (in `params` or in LULL_GC_PARAMS) makes
  *    lull_init return -EINVAL after one stderr line naming the key, and a

@@ -1,6 +1,6 @@
 /*
  * handles — GC handles and finalizers, written only against the public API
- * (lull.h as API.md describes it), as an outside user would.
+ * (lull.h as doc/api.md describes it), as an outside user would.
  *
  *   handles [rounds]   (default 200000 per thread; LULL_GC_PARAMS tunes the
  *                       collector: run it with and without major=stw)

@@ -1,6 +1,6 @@
 /*
  * torture — a multi-threaded torture test of lull, written only against the
- * public API (lull.h as described by API.md), as an outside user would.
+ * public API (lull.h as described by doc/api.md), as an outside user would.
  *
  *   torture [seconds]        (default 5; LULL_GC_PARAMS tunes the collector)
  *
@@ -612,7 +612,7 @@ static void *churner(void *arg)
 static atomic_ulong forced;
 
 /* lull_set_allow_synchronous_major says whether the collector honours the
- * request: never with major=stw (API.md), and the answer depends on the
+ * request: never with major=stw (doc/api.md), and the answer depends on the
  * configuration only, so it never changes during a run. */
 static int allow_answer = -1;
 
