@@ -51,6 +51,10 @@ typedef struct lull_thread {
     uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
+    /* Allocations outside the TLAB's bump (medium, large, pinned objects
+     * and TLAB refills), and those of them that took the gc lock; written
+     * by this thread only, like `allocated`. */
+    atomic_uint_fast64_t alloc_outside_tlab, alloc_locked;
     /* The last object this thread allocated outside its TLAB (a 2-8 KiB
      * one, a large one, lull_alloc_pinned), until it next refills its TLAB;
      * 0 if none. A root, as is the word below the TLAB's allocation
@@ -98,6 +102,12 @@ static inline void lull_thread_count_alloc(lull_thread *t, size_t bytes)
     atomic_store_explicit(&t->allocated,
                           atomic_load_explicit(&t->allocated, memory_order_relaxed) + bytes,
                           memory_order_relaxed);
+}
+
+/* Count one of the thread's own counters up by one (see above). */
+static inline void lull_thread_count(atomic_uint_fast64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
 static inline void lull_enter_critical(lull_thread *t)

@@ -173,6 +173,7 @@ static void pause_begin(lull_pause_record *r, enum lull_pause_kind kind, const c
     if (kind == LULL_PAUSE_FINAL)
         r->mark_done = lull_mark_background_done();
     r->threads = lull_threads_count();
+    lull_threads_alloc_counts_locked(&r->alloc_outside_tlab, &r->alloc_locked);
     lull_pause_step(r, LULL_STEP_STOP);
     lull_stw_stop(self);
     lull_pause_step(r, LULL_STEP_STOPPED);

@@ -18,6 +18,7 @@
  * process. */
 static struct {
     uint64_t allocated_by_detached;
+    uint64_t outside_tlab_by_detached, locked_by_detached;
     pthread_key_t exit_key;
     pthread_once_t exit_key_once;
 } threads_g = { .exit_key_once = PTHREAD_ONCE_INIT };
@@ -41,6 +42,25 @@ void lull_threads_init(void)
     pthread_once(&threads_g.exit_key_once, make_exit_key);
     lull_registry_init();
     threads_g.allocated_by_detached = 0;
+    threads_g.outside_tlab_by_detached = threads_g.locked_by_detached = 0;
+}
+
+void lull_threads_alloc_counts_locked(uint64_t *outside_tlab, uint64_t *locked)
+{
+    uint64_t o = threads_g.outside_tlab_by_detached, l = threads_g.locked_by_detached;
+    for (lull_thread *t = lull_threads_first(); t; t = t->next) {
+        o += atomic_load_explicit(&t->alloc_outside_tlab, memory_order_relaxed);
+        l += atomic_load_explicit(&t->alloc_locked, memory_order_relaxed);
+    }
+    *outside_tlab = o;
+    *locked = l;
+}
+
+void lull_threads_alloc_counts(uint64_t *outside_tlab, uint64_t *locked)
+{
+    lull_gc_lock();
+    lull_threads_alloc_counts_locked(outside_tlab, locked);
+    lull_gc_unlock();
 }
 
 uint64_t lull_threads_allocated_bytes_locked(void)
@@ -84,6 +104,8 @@ void lull_threads_after_fork_child(void)
             continue;
         lull_nursery_retire_tlab(t);   /* its TLS is still mapped in the child */
         threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+        threads_g.outside_tlab_by_detached += atomic_load_explicit(&t->alloc_outside_tlab, memory_order_relaxed);
+        threads_g.locked_by_detached += atomic_load_explicit(&t->alloc_locked, memory_order_relaxed);
         lull_major_drop_caches(&t->caches);
         free(t);
     }
@@ -125,6 +147,8 @@ void lull_threads_detach(void)
     lull__tlab.type_ok = lull__tlab.array_ok = LULL__NO_TYPE;
     lull_meter_unused(lull_major_drop_caches(&t->caches));
     threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+    threads_g.outside_tlab_by_detached += atomic_load_explicit(&t->alloc_outside_tlab, memory_order_relaxed);
+    threads_g.locked_by_detached += atomic_load_explicit(&t->alloc_locked, memory_order_relaxed);
     lull_registry_unlink(t);
     lull_thread_self = NULL;
     lull_gc_unlock();
