@@ -1,10 +1,13 @@
 /* registry.h — the registry of attached threads and each one's record.
  *
- * The registry is a list protected by the gc lock (base/gclock.h): attach
- * and detach (gc/threads.c) link and unlink records with it held, and the
- * collector holds it for a whole stop-the-world, so a thread attaching
- * during a pause waits until the world restarts. Every tier above may walk
- * it with the lock held or the world stopped.
+ * The registry is a list protected by its own lock, the registry lock
+ * (below), not the gc lock: attach links a record holding only it, so a
+ * thread attaches in microseconds whatever the collector does, waiting at
+ * most for a pause's stopped world (a pause holds the registry lock from
+ * before it stops the world until it has restarted it). Detach unlinks
+ * with the gc lock and the registry lock held (order: gc lock, then
+ * registry lock; attach takes no other lock). Walk the registry with the
+ * registry lock held (or inside a pause, which holds it).
  *
  * Critical regions: a thread that is between taking a slot from its free
  * list and writing the object's header must not be stopped there (the slot
@@ -80,10 +83,19 @@ typedef struct lull_thread {
 
 extern __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
 
-/* The registry, gc lock held. */
+/* The registry lock. Re-entrant for its holder (a pause's own walks);
+ * never taken by a thread blocked for a stop (attach: not yet attached;
+ * detach and the others: with the gc lock, so no stop is under way).
+ * lull_registry_lock_fork_child: in the child of fork(), which holds it
+ * (taken in the parent's prepare handler), or not if `held` is false. */
+void lull_registry_lock(void);
+void lull_registry_unlock(void);
+void lull_registry_lock_after_fork_child(void);
+
+/* The registry, registry lock held. */
 lull_thread *lull_threads_first(void);
 unsigned     lull_threads_count(void);
-/* Link a new record first / unlink one (gc lock held); make `self` the
+/* Link a new record first / unlink one (registry lock held); make `self` the
  * only one (the child of fork(): the other threads are gone). */
 void lull_registry_link(lull_thread *t);
 void lull_registry_unlink(lull_thread *t);

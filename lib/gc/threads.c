@@ -13,9 +13,10 @@
 #include "base/util.h"
 
 
-/* Attach and detach: one instance, written with the gc lock held
- * (attach, detach, the exit destructor). The exit key is created once per
- * process. */
+/* Attach and detach: one instance; the counters of detached threads are
+ * written with the gc lock and the registry lock held (detach, the exit
+ * destructor), read with the registry lock. The exit key is created once
+ * per process. */
 static struct {
     uint64_t allocated_by_detached;
     uint64_t outside_tlab_by_detached, locked_by_detached;
@@ -47,11 +48,13 @@ void lull_threads_init(void)
 
 void lull_threads_alloc_counts_locked(uint64_t *outside_tlab, uint64_t *locked)
 {
+    lull_registry_lock();
     uint64_t o = threads_g.outside_tlab_by_detached, l = threads_g.locked_by_detached;
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
         o += atomic_load_explicit(&t->alloc_outside_tlab, memory_order_relaxed);
         l += atomic_load_explicit(&t->alloc_locked, memory_order_relaxed);
     }
+    lull_registry_unlock();
     *outside_tlab = o;
     *locked = l;
 }
@@ -65,9 +68,11 @@ void lull_threads_alloc_counts(uint64_t *outside_tlab, uint64_t *locked)
 
 uint64_t lull_threads_allocated_bytes_locked(void)
 {
+    lull_registry_lock();
     uint64_t sum = threads_g.allocated_by_detached;
     for (lull_thread *t = lull_threads_first(); t; t = t->next)
         sum += atomic_load_explicit(&t->allocated, memory_order_relaxed);
+    lull_registry_unlock();
     return sum;
 }
 
@@ -129,10 +134,10 @@ int lull_threads_attach(void)
     t->tlab_log = UINT32_MAX;
     lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, lull_policy_card_budget(),
                                  LULL__MARK_STORE_BATCH };
-    lull_gc_lock();
+    lull_registry_lock();     /* not the gc lock: see registry.h */
     lull_registry_link(t);
     lull_thread_self = t;
-    lull_gc_unlock();
+    lull_registry_unlock();
     pthread_setspecific(threads_g.exit_key, t);
     return 0;
 }
@@ -149,8 +154,10 @@ void lull_threads_detach(void)
     threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     threads_g.outside_tlab_by_detached += atomic_load_explicit(&t->alloc_outside_tlab, memory_order_relaxed);
     threads_g.locked_by_detached += atomic_load_explicit(&t->alloc_locked, memory_order_relaxed);
+    lull_registry_lock();
     lull_registry_unlink(t);
     lull_thread_self = NULL;
+    lull_registry_unlock();
     lull_gc_unlock();
     pthread_setspecific(threads_g.exit_key, NULL);
     free(t);
