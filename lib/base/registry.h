@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lull.h"
@@ -49,8 +50,15 @@ typedef struct lull_thread {
     volatile sig_atomic_t pending_suspend;
     uintptr_t stop_sp;                   /* lowest live stack address when stopped */
     uintptr_t alt_lo, alt_hi;            /* alternate signal stack, if stopped on one */
+    /* Detached without the gc lock (gc/threads.c): the thread is gone or
+     * going, never signalled, its stack no root; its TLAB (copied into
+     * parked_tlab, where `tlab` points) and free lists wait in the registry
+     * for the next holder of the gc lock to hand them back. Written with
+     * the registry lock held. */
+    bool parked;
+    lull__tlab_t parked_tlab;
     /* allocation */
-    lull__tlab_t *tlab;                  /* the thread's lull__tlab (TLS) */
+    lull__tlab_t *tlab;                  /* the thread's lull__tlab (TLS), or parked_tlab */
     uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */

@@ -315,6 +315,7 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
         lull_gc_lock();
         lull_thread_count(&t->alloc_outside_tlab);
         lull_thread_count(&t->alloc_locked);
+        lull_threads_finish_parked();
         collect_if(LULL_POLICY_SLOW_ALLOC, 0);
         if (!lull_nursery_refill(t, sz)) {
             /* The heap is full: a minor now would take a whole pause to

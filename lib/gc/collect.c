@@ -234,6 +234,7 @@ static void pause_end(lull_pause_record *r, lull_thread *self)
     lull_pause_step(r, LULL_STEP_RESTART);
     lull_stw_restart(self);
     lull_registry_unlock();
+    lull_threads_finish_parked();
     lull_pause_step(r, LULL_STEP_RESTARTED);
     if (!lull_mark_resume_background())
         lull_major_resume_sweep();

@@ -178,9 +178,12 @@ void lull_shutdown(void)
     /* The finalizer thread runs what is queued, and is joined: it is
      * attached while it runs finalizers. */
     lull_finalize_stop();
+    lull_gc_lock();
+    lull_threads_finish_parked();
     lull_registry_lock();
     unsigned others = lull_threads_count() - (lull_thread_self ? 1u : 0u);
     lull_registry_unlock();
+    lull_gc_unlock();
     if (others)
         lull_fatal("lull_shutdown", "%u other thread(s) are still attached; detach them first", others);
     lull_threads_detach();

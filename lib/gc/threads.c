@@ -20,6 +20,7 @@
 static struct {
     uint64_t allocated_by_detached;
     uint64_t outside_tlab_by_detached, locked_by_detached;
+    atomic_uint parked;          /* parked records in the registry (registry.h) */
     pthread_key_t exit_key;
     pthread_once_t exit_key_once;
 } threads_g = { .exit_key_once = PTHREAD_ONCE_INIT };
@@ -44,6 +45,7 @@ void lull_threads_init(void)
     lull_registry_init();
     threads_g.allocated_by_detached = 0;
     threads_g.outside_tlab_by_detached = threads_g.locked_by_detached = 0;
+    atomic_store_explicit(&threads_g.parked, 0, memory_order_relaxed);
 }
 
 void lull_threads_alloc_counts_locked(uint64_t *outside_tlab, uint64_t *locked)
@@ -115,6 +117,7 @@ void lull_threads_after_fork_child(void)
         free(t);
     }
     lull_registry_keep_only(self);
+    atomic_store_explicit(&threads_g.parked, 0, memory_order_relaxed);
 }
 
 int lull_threads_attach(void)
@@ -142,23 +145,63 @@ int lull_threads_attach(void)
     return 0;
 }
 
-void lull_threads_detach(void)
+/* Hand a detached thread's TLAB and free lists back, fold its counters
+ * into the detached ones, unlink and free its record (gc lock held). */
+static void finish_detach(lull_thread *t)
 {
-    lull_thread *t = lull_thread_self;
-    if (!t)
-        return;
-    lull_gc_lock();
     lull_nursery_retire_tlab(t);
-    lull__tlab.type_ok = lull__tlab.array_ok = LULL__NO_TYPE;
     lull_meter_unused(lull_major_drop_caches(&t->caches));
     threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     threads_g.outside_tlab_by_detached += atomic_load_explicit(&t->alloc_outside_tlab, memory_order_relaxed);
     threads_g.locked_by_detached += atomic_load_explicit(&t->alloc_locked, memory_order_relaxed);
     lull_registry_lock();
     lull_registry_unlink(t);
-    lull_thread_self = NULL;
+    if (t->parked)
+        atomic_fetch_sub_explicit(&threads_g.parked, 1, memory_order_relaxed);
     lull_registry_unlock();
-    lull_gc_unlock();
-    pthread_setspecific(threads_g.exit_key, NULL);
     free(t);
+}
+
+void lull_threads_finish_parked(void)
+{
+    if (LULL_LIKELY(!atomic_load_explicit(&threads_g.parked, memory_order_relaxed)))
+        return;
+    lull_registry_lock();
+    lull_thread *next;
+    for (lull_thread *t = lull_threads_first(); t; t = next) {
+        next = t->next;
+        if (t->parked)
+            finish_detach(t);        /* takes the registry lock again: re-entrant */
+    }
+    lull_registry_unlock();
+}
+
+/* Detach. With the gc lock free, at once; while another thread holds it
+ * (a collection, a sweep, a slow path), the record is parked instead
+ * (registry.h): its TLAB copied into it, skipped by pauses and root scans
+ * from then on, and handed back by the next holder of the gc lock. Either
+ * way the thread waits at most for a pause's stopped world. */
+void lull_threads_detach(void)
+{
+    lull_thread *t = lull_thread_self;
+    if (!t)
+        return;
+    if (lull_gc_trylock()) {
+        finish_detach(t);
+        lull_registry_lock();
+        lull_thread_self = NULL;
+        lull_registry_unlock();
+        lull_threads_finish_parked();
+        lull_gc_unlock();
+    } else {
+        lull_registry_lock();
+        t->parked_tlab = lull__tlab;
+        t->tlab = &t->parked_tlab;
+        t->parked = true;
+        atomic_fetch_add_explicit(&threads_g.parked, 1, memory_order_relaxed);
+        lull_thread_self = NULL;
+        lull_registry_unlock();
+    }
+    lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, UINT32_MAX, LULL__MARK_STORE_BATCH };
+    pthread_setspecific(threads_g.exit_key, NULL);
 }

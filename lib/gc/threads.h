@@ -10,6 +10,10 @@
 void lull_threads_init(void);   /* once per lull_init */
 int  lull_threads_attach(void); /* 0, -ENOMEM */
 void lull_threads_detach(void);
+/* Finish the detaches of threads that detached while the gc lock was held
+ * elsewhere (registry.h: parked records); gc lock held. A load when there
+ * is none. */
+void lull_threads_finish_parked(void);
 
 /* In the child of fork(), gc lock held: only the forking thread exists;
  * forget every other thread (their stacks are no longer roots). */
