@@ -150,7 +150,7 @@ int lull_threads_attach(void)
 static void finish_detach(lull_thread *t)
 {
     lull_nursery_retire_tlab(t);
-    lull_meter_unused(lull_major_drop_caches(&t->caches));
+    lull_meter_unused(lull_major_return_caches(&t->caches));   /* for other threads at once */
     threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     threads_g.outside_tlab_by_detached += atomic_load_explicit(&t->alloc_outside_tlab, memory_order_relaxed);
     threads_g.locked_by_detached += atomic_load_explicit(&t->alloc_locked, memory_order_relaxed);
