@@ -4,10 +4,12 @@
  * (below), not the gc lock: attach links a record holding only it, so a
  * thread attaches in microseconds whatever the collector does, waiting at
  * most for a pause's stopped world (a pause holds the registry lock from
- * before it stops the world until it has restarted it). Detach unlinks
- * with the gc lock and the registry lock held (order: gc lock, then
- * registry lock; attach takes no other lock). Walk the registry with the
- * registry lock held (or inside a pause, which holds it).
+ * before it stops the world until it has restarted it). A record is
+ * unlinked with the gc lock and the registry lock held (order: gc lock,
+ * then registry lock; attach takes no other lock); a detach that cannot
+ * have the gc lock parks its record (below) with the registry lock alone.
+ * Walk the registry with the registry lock held (or inside a pause, which
+ * holds it).
  *
  * Critical regions: a thread that is between taking a slot from its free
  * list and writing the object's header must not be stopped there (the slot
