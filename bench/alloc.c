@@ -20,16 +20,28 @@
  * end; a mismatch means a live object was lost or reused, and the program
  * exits 1. Each loop runs N/10 warm-up iterations first.
  *
+ * Then scaling: for small (the 32-byte Cell), medium (pointer-free arrays
+ * of 2-8 KiB) and large (16-256 KiB) objects, one attached thread and then
+ * two each make the same number of allocations (small N/4, medium N/100,
+ * large N/2000) through a ring of their own, writing and checking the
+ * first and last words of each (a mismatch exits 1); the figure is
+ * allocations per second over the wall time of all threads, and the
+ * 2-thread figure over the 1-thread one (2.0: perfect scaling).
+ *
  *   alloc_lull [-v] [--scale F]      (alloc_boehm: same)
  *
  * Prints one RESULT line (bench=alloc, time_ms = the whole run including
  * warm-ups; checksum= over the sequence numbers and tags left in the two
  * collector rings) with the extra keys allocs=N ns_per_alloc=... ns_per_alloc_atomic=...
- * ns_per_malloc_free=... ns_per_malloc_ring=..., then the PAUSES line.
+ * ns_per_malloc_free=... ns_per_malloc_ring=... and, per size
+ * (small, medium, large), <size>_t1_kps= <size>_t2_kps= (thousands of
+ * allocations per second) and <size>_scaling= (t2 / t1), then the PAUSES
+ * line.
  */
 #include "gcshim.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -152,6 +164,97 @@ static uint64_t check_ring(const char *what, void *const *slot, uint64_t end, si
     return sum;
 }
 
+/* Scaling: one size's loop, run by each of T threads at once. */
+typedef struct Scale {
+    pthread_t tid;
+    unsigned kind;             /* 0 small, 1 medium, 2 large */
+    uint64_t count, seed, sum;
+    pthread_barrier_t *start;
+} Scale;
+
+typedef struct Bytes {
+    gcshim_array_header a;
+    uint64_t w[];
+} Bytes;
+GCSHIM_ARRAY_TYPE(bytes_type, Bytes, 1, 0);
+
+static const char *const kind_name[3] = { "small", "medium", "large" };
+
+static size_t kind_bytes(unsigned kind, uint64_t r)
+{
+    if (kind == 1)
+        return 2048 + 8 * (r % ((8192 - 2048 - sizeof(Bytes)) / 8));
+    return 16384 + 8 * (r % ((262144 - 16384) / 8));
+}
+
+static void *scale_thread(void *arg)
+{
+    Scale *s = arg;
+    gcshim_thread_attach();
+    Ring *ring = gcshim_alloc_array(&ring_type, RING);
+    uint64_t rng = s->seed, seq[RING] = { 0 };
+    pthread_barrier_wait(s->start);
+    for (uint64_t i = 0; i < s->count; i++) {
+        uint64_t *w, words;
+        void *obj;
+        if (s->kind == 0) {
+            Cell *c = gcshim_alloc(&cell_type);
+            obj = c;
+            w = &c->seq;
+            words = 2;
+        } else {
+            rng = gcshim_mix64(rng);
+            size_t len = kind_bytes(s->kind, rng);
+            Bytes *b = gcshim_alloc_array(&bytes_type, len);
+            obj = b;
+            w = b->w;
+            words = len / 8;
+        }
+        w[0] = i;
+        w[words - 1] = tag_of(i);
+        void *old = ring->slot[i % RING];
+        if (old) {
+            const uint64_t *o = s->kind == 0 ? &((Cell *)old)->seq : ((Bytes *)old)->w;
+            size_t ow = s->kind == 0 ? 2 : ((Bytes *)old)->a.length / 8;
+            if (__builtin_expect(o[0] != seq[i % RING] || o[ow - 1] != tag_of(seq[i % RING]), 0))
+                lost("scaling ring", seq[i % RING], o[0], o[ow - 1]);
+        }
+        seq[i % RING] = i;
+        GCSHIM_STORE(ring, &ring->slot[i % RING], obj);
+    }
+    uint64_t sum = 0;
+    for (unsigned k = 0; k < RING; k++)
+        sum = gcshim_fold(sum, seq[k]);
+    s->sum = sum;
+    gcshim_thread_detach();
+    return NULL;
+}
+
+/* Allocations per second (thousands) of `threads` threads of `kind`,
+ * `count` allocations each; *sum folds their rings' contents. */
+static double scale_run(unsigned kind, unsigned threads, uint64_t count, uint64_t *sum)
+{
+    Scale s[2];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, threads + 1);
+    for (unsigned t = 0; t < threads; t++) {
+        s[t] = (Scale){ .kind = kind, .count = count, .seed = 0x5CA1E + t, .start = &start };
+        if (pthread_create(&s[t].tid, NULL, scale_thread, &s[t]) != 0) {
+            fprintf(stderr, "alloc: pthread_create failed\n");
+            exit(1);
+        }
+    }
+    pthread_barrier_wait(&start);
+    uint64_t t0 = gcshim_now_ns();
+    for (unsigned t = 0; t < threads; t++)
+        pthread_join(s[t].tid, NULL);
+    uint64_t ns = gcshim_now_ns() - t0;
+    pthread_barrier_destroy(&start);
+    for (unsigned t = 0; t < threads; t++)
+        *sum = gcshim_fold(*sum, s[t].sum);
+    return (double)count * threads / (ns / 1e9) / 1e3;
+}
+
 int main(int argc, char **argv)
 {
     double scale = 1.0;
@@ -208,13 +311,25 @@ int main(int argc, char **argv)
     check_ring("malloc ring", (void *const *)plain, warm + n, offsetof(Plain, seq), 0);
     for (int i = 0; i < RING; i++)
         free(plain[i]);
+
+    char scaling[512] = "";
+    size_t used = 0;
+    const uint64_t per[3] = { n / 4, n / 100, n / 2000 };
+    for (unsigned k = 0; k < 3; k++) {
+        uint64_t count = per[k] < 10 * RING ? 10 * RING : per[k];
+        double k1 = scale_run(k, 1, count, &checksum), k2 = scale_run(k, 2, count, &checksum);
+        if (verbose)
+            fprintf(stderr, "alloc: %s objects: %.0f k/s on one thread, %.0f k/s on two\n", kind_name[k], k1, k2);
+        used += (size_t)snprintf(scaling + used, sizeof scaling - used, " %s_t1_kps=%.0f %s_t2_kps=%.0f %s_scaling=%.2f",
+                                 kind_name[k], k1, kind_name[k], k2, kind_name[k], k2 / k1);
+    }
     uint64_t t1 = gcshim_now_ns();
 
-    char extra[256];
+    char extra[768];
     snprintf(extra, sizeof extra,
-             "allocs=%llu ns_per_alloc=%.2f ns_per_alloc_atomic=%.2f ns_per_malloc_free=%.2f ns_per_malloc_ring=%.2f",
+             "allocs=%llu ns_per_alloc=%.2f ns_per_alloc_atomic=%.2f ns_per_malloc_free=%.2f ns_per_malloc_ring=%.2f%s",
              (unsigned long long)n, (double)ns_cell / n, (double)ns_atom / n, (double)ns_mfree / n,
-             (double)ns_mring / n);
+             (double)ns_mring / n, scaling);
     gcshim_report("alloc", t1 - t0, checksum, extra);
     gcshim_shutdown();
     return 0;

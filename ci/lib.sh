@@ -9,7 +9,7 @@ LULL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # benchmarks need. Nothing else is ever installed.
 LULL_DEB_PACKAGES=(
     cmake make gcc clang pkg-config
-    liburcu-dev libck-dev libgc-dev systemtap-sdt-dev libclang-rt-14-dev
+    libck-dev libgc-dev systemtap-sdt-dev libclang-rt-14-dev
     python3 util-linux
 )
 

@@ -395,6 +395,14 @@ typedef struct lull_stats {
     /* Concurrent marks finished with the world stopped because the program
      * got far past its allowance (also in collections_major_sync). */
     uint64_t mark_finishes_sync;
+    /* Allocations that did not bump a TLAB (objects over
+     * LULL__TLAB_MAX_OBJECT, lull_alloc_pinned, and the allocation that
+     * refilled a TLAB), and how many of those took the gc lock (a thread
+     * cache's batch refill, a large object, a TLAB refill, a collection):
+     * the rest came from the thread's own caches without a lock. Since
+     * lull_init, every thread, attached or gone. */
+    uint64_t alloc_outside_tlab;
+    uint64_t alloc_locked;
 } lull_stats;
 
 /*

@@ -71,6 +71,7 @@ typedef struct lull_pause_record {
     double predicted_minor_ns, card_ns;
     double minor_margin;            /* the nursery's margin for the model's error (policy.c) */
     uint32_t card_budget;
+    uint64_t alloc_outside_tlab, alloc_locked;   /* lull_stats' counts, at the pause */
     /* The major. */
     uint64_t live;                /* live bytes the sweep found */
     uint64_t overflows;           /* mark stack overflows (at the mark's end) */

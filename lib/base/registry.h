@@ -1,10 +1,15 @@
 /* registry.h — the registry of attached threads and each one's record.
  *
- * The registry is a list protected by the gc lock (base/gclock.h): attach
- * and detach (gc/threads.c) link and unlink records with it held, and the
- * collector holds it for a whole stop-the-world, so a thread attaching
- * during a pause waits until the world restarts. Every tier above may walk
- * it with the lock held or the world stopped.
+ * The registry is a list protected by its own lock, the registry lock
+ * (below), not the gc lock: attach links a record holding only it, so a
+ * thread attaches in microseconds whatever the collector does, waiting at
+ * most for a pause's stopped world (a pause holds the registry lock from
+ * before it stops the world until it has restarted it). A record is
+ * unlinked with the gc lock and the registry lock held (order: gc lock,
+ * then registry lock; attach takes no other lock); a detach that cannot
+ * have the gc lock parks its record (below) with the registry lock alone.
+ * Walk the registry with the registry lock held (or inside a pause, which
+ * holds it).
  *
  * Critical regions: a thread that is between taking a slot from its free
  * list and writing the object's header must not be stopped there (the slot
@@ -20,6 +25,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lull.h"
@@ -46,11 +52,22 @@ typedef struct lull_thread {
     volatile sig_atomic_t pending_suspend;
     uintptr_t stop_sp;                   /* lowest live stack address when stopped */
     uintptr_t alt_lo, alt_hi;            /* alternate signal stack, if stopped on one */
+    /* Detached without the gc lock (gc/threads.c): the thread is gone or
+     * going, never signalled, its stack no root; its TLAB (copied into
+     * parked_tlab, where `tlab` points) and free lists wait in the registry
+     * for the next holder of the gc lock to hand them back. Written with
+     * the registry lock held. */
+    bool parked;
+    lull__tlab_t parked_tlab;
     /* allocation */
-    lull__tlab_t *tlab;                  /* the thread's lull__tlab (TLS) */
+    lull__tlab_t *tlab;                  /* the thread's lull__tlab (TLS), or parked_tlab */
     uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
+    /* Allocations outside the TLAB's bump (medium, large, pinned objects
+     * and TLAB refills), and those of them that took the gc lock; written
+     * by this thread only, like `allocated`. */
+    atomic_uint_fast64_t alloc_outside_tlab, alloc_locked;
     /* The last object this thread allocated outside its TLAB (a 2-8 KiB
      * one, a large one, lull_alloc_pinned), until it next refills its TLAB;
      * 0 if none. A root, as is the word below the TLAB's allocation
@@ -76,10 +93,19 @@ typedef struct lull_thread {
 
 extern __thread lull_thread *lull_thread_self __attribute__((tls_model("initial-exec")));
 
-/* The registry, gc lock held. */
+/* The registry lock. Re-entrant for its holder (a pause's own walks);
+ * never taken by a thread blocked for a stop (attach: not yet attached;
+ * detach and the others: with the gc lock, so no stop is under way).
+ * lull_registry_lock_fork_child: in the child of fork(), which holds it
+ * (taken in the parent's prepare handler), or not if `held` is false. */
+void lull_registry_lock(void);
+void lull_registry_unlock(void);
+void lull_registry_lock_after_fork_child(void);
+
+/* The registry, registry lock held. */
 lull_thread *lull_threads_first(void);
 unsigned     lull_threads_count(void);
-/* Link a new record first / unlink one (gc lock held); make `self` the
+/* Link a new record first / unlink one (registry lock held); make `self` the
  * only one (the child of fork(): the other threads are gone). */
 void lull_registry_link(lull_thread *t);
 void lull_registry_unlink(lull_thread *t);
@@ -98,6 +124,12 @@ static inline void lull_thread_count_alloc(lull_thread *t, size_t bytes)
     atomic_store_explicit(&t->allocated,
                           atomic_load_explicit(&t->allocated, memory_order_relaxed) + bytes,
                           memory_order_relaxed);
+}
+
+/* Count one of the thread's own counters up by one (see above). */
+static inline void lull_thread_count(atomic_uint_fast64_t *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
 static inline void lull_enter_critical(lull_thread *t)

@@ -190,7 +190,7 @@ static bool acked(lull_thread *t, unsigned long e)
 static bool all_acked(lull_thread *self, unsigned long e)
 {
     for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        if (t != self && !acked(t, e))
+        if (t != self && !t->parked && !acked(t, e))
             return false;
     return true;
 }
@@ -212,7 +212,7 @@ void lull_stw_stop(lull_thread *self)
     atomic_store_explicit(&stw_g.world_epoch, e, memory_order_release);
     unsigned want = 0;
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
-        if (t == self)
+        if (t == self || t->parked)
             continue;
         want++;
         int r = pthread_kill(t->pthread, stw_g.sig_suspend);
@@ -231,7 +231,7 @@ void lull_stw_stop(lull_thread *self)
          * answered. */
         unsigned missing = 0;
         for (lull_thread *t = lull_threads_first(); t; t = t->next)
-            if (t != self && !acked(t, e)) {
+            if (t != self && !t->parked && !acked(t, e)) {
                 missing++;
                 pthread_kill(t->pthread, stw_g.sig_suspend);
             }
@@ -251,7 +251,7 @@ void lull_stw_restart(lull_thread *self)
     unsigned long e = atomic_load_explicit(&stw_g.world_epoch, memory_order_relaxed) + 1;
     atomic_store_explicit(&stw_g.world_epoch, e, memory_order_release);
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
-        if (t == self)
+        if (t == self || t->parked)
             continue;
 #if !LULL_TSAN
         pthread_kill(t->pthread, stw_g.sig_restart);

@@ -1,5 +1,5 @@
-/* tsan.h — ThreadSanitizer cannot see the atomics inside liburcu's and
- * Concurrency Kit's inline assembly. Every hand-off through them is
+/* tsan.h — ThreadSanitizer cannot see the atomics inside Concurrency
+ * Kit's inline assembly. Every hand-off through them is
  * annotated here: release before publishing, acquire after taking. Compiles
  * to nothing without TSan. */
 #ifndef LULL_TSAN_H

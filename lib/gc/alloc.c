@@ -10,10 +10,12 @@
  * Bigger objects and lull_alloc_pinned go to the major heap: pop a slot
  * from the thread's free list for (pointer-free?, size class), zero it,
  * write the header, inside a critical region (base/registry.h) so the world is
- * never stopped between taking the slot and writing the header. Its slow
- * path, with the gc lock: collect if the allowance is used up, refill the
- * free list or allocate a large object, and on failure collect, release
- * empty blocks and try once more. */
+ * never stopped between taking the slot and writing the header; no lock.
+ * An empty list is refilled in a batch with the gc lock held (collect if
+ * the allowance is used up; on failure collect, release empty blocks and
+ * try once more), and popped after it is released. A large object takes
+ * the gc lock for its run of blocks. lull_stats counts what took the lock
+ * (alloc_locked). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -151,43 +153,115 @@ static void *fail_enomem(void)
     return NULL;
 }
 
-static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
+/* Pop a slot of `bytes` from the thread's free list for (has_refs, cls)
+ * and make it an object (zeroed, header last), inside a critical region;
+ * NULL when the list is empty. No lock: the list is the thread's own. */
+static inline uintptr_t *cache_pop(lull_thread *t, lull_alloc_cache *c, const lull_type *type, size_t bytes,
+                                   size_t length, uintptr_t tag)
+{
+    lull_enter_critical(t);
+    uintptr_t *p = c->head;
+    if (LULL_LIKELY(p)) {
+        c->head = (void *)p[1];
+        c->count--;
+        memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
+        if (length)
+            p[1] = length;
+        publish_major(p, type, tag, false);
+        t->last_alloc = (uintptr_t)p;
+    }
+    lull_exit_critical(t);
+    return p;
+}
+
+/* A medium class's refill (objects over the TLAB limit) takes blocks until
+ * the free list holds REFILL_BYTES or REFILL_BLOCKS blocks were taken, so
+ * that the gc lock is taken once per batch of objects, not per one or two
+ * (an 8 KiB class has two slots per block). Smaller classes take one
+ * block: it holds many slots already. Gc lock held; false if not even one
+ * block could be had. */
+#define REFILL_BYTES  (64u << 10)
+#define REFILL_BLOCKS 8u
+static bool refill_batch(lull_alloc_cache *c, bool has_refs, unsigned cls)
+{
+    if (!c->head && !lull_major_refill(c, has_refs, cls, true))
+        return false;
+    if (lull_class_size[cls] <= LULL__TLAB_MAX_OBJECT)
+        return true;
+    for (unsigned n = 1; n < REFILL_BLOCKS && (uint64_t)c->count * lull_class_size[cls] < REFILL_BYTES; n++) {
+        lull_alloc_cache more = { NULL, 0 };
+        if (!lull_major_refill(&more, has_refs, cls, true))
+            break;
+        uintptr_t *tail = more.head;      /* a block's list ends in NULL: append ours */
+        while (tail[1])
+            tail = (uintptr_t *)tail[1];
+        tail[1] = (uintptr_t)c->head;
+        c->head = more.head;
+        c->count += more.count;
+    }
+    return true;
+}
+
+/* Out of memory under the gc lock: collect, give back empty blocks (those
+ * a sweep empties can go back for a large object). */
+static void reclaim_for_retry(void)
+{
+    collect_if(LULL_POLICY_OUT_OF_MEMORY, 0);
+    lull_major_sweep_all();
+    lull_major_release_empty(0);
+    lull_space_release_pending();
+}
+
+/* A small-heap object whose free list is empty: refill it in a batch under
+ * the gc lock, then pop outside it (zeroing is no work for the lock). A
+ * pause between the two may empty the list again: then once more. */
+static void *alloc_small_slow(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
 {
     bool has_refs = lull_type_has_refs(type);
-    uintptr_t *p = NULL;
-    pace_allocation();
-    lull_gc_lock();
-    collect_if(LULL_POLICY_SLOW_ALLOC, 0);
-    for (int attempt = 0; attempt < 2 && !p; attempt++) {
-        if (attempt) {
-            /* Out of memory: collect, give back empty blocks, retry once. */
-            collect_if(LULL_POLICY_OUT_OF_MEMORY, 0);
-            lull_major_sweep_all();     /* blocks it empties can go back for a large object */
-            lull_major_release_empty(0);
-            lull_space_release_pending();
+    unsigned cls = lull_size_class(bytes);
+    lull_alloc_cache *c = &t->caches.c[has_refs][cls];
+    for (int round = 0; round < 3; round++) {
+        pace_allocation();
+        lull_gc_lock();
+        lull_thread_count(&t->alloc_locked);
+        collect_if(LULL_POLICY_SLOW_ALLOC, 0);
+        bool ok = refill_batch(c, has_refs, cls);
+        if (!ok) {
+            reclaim_for_retry();
+            ok = refill_batch(c, has_refs, cls);
         }
-        if (bytes <= LULL_MAX_SMALL) {
-            unsigned cls = lull_size_class(bytes);
-            lull_alloc_cache *c = &t->caches.c[has_refs][cls];
-            if (c->head || lull_major_refill(c, has_refs, cls, true)) {
-                p = c->head;
-                c->head = (void *)p[1];
-                c->count--;
-                memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
-            }
-        } else {
-            p = lull_los_alloc(bytes);
+        lull_gc_unlock();
+        if (!ok)
+            return fail_enomem();
+        uintptr_t *p = cache_pop(t, c, type, bytes, length, tag);
+        if (p) {
+            LULL_PROBE2(alloc_major, LULL_PROBE_TYPE_NAME(type), bytes);
+            lull_thread_count_alloc(t, bytes);
+            return p;
         }
     }
-    if (p && bytes > LULL_MAX_SMALL)
-        LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
-    else if (p)
-        LULL_PROBE2(alloc_major, LULL_PROBE_TYPE_NAME(type), bytes);
+    return fail_enomem();
+}
+
+/* A large object: a run of blocks, gc lock held only to take the run (the
+ * space's runs read as zero: nothing to clear). */
+static void *alloc_large(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
+{
+    pace_allocation();
+    lull_gc_lock();
+    lull_thread_count(&t->alloc_locked);
+    collect_if(LULL_POLICY_SLOW_ALLOC, 0);
+    uintptr_t *p = lull_los_alloc(bytes);
+    if (!p) {
+        reclaim_for_retry();
+        p = lull_los_alloc(bytes);
+    }
     if (p) {
+        LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
         /* Header last: the object exists for the collector from here on. */
         if (length)
             p[1] = length;
-        publish_major(p, type, tag, bytes > LULL_MAX_SMALL && lull_young_large_at((uintptr_t)p) == (uintptr_t)p);
+        publish_major(p, type, tag, lull_young_large_at((uintptr_t)p) == (uintptr_t)p);
         t->last_alloc = (uintptr_t)p;
         lull_thread_count_alloc(t, bytes);
     }
@@ -213,26 +287,16 @@ static void debug_collect_every(void)
 /* tag: header bits the object carries for life (LULL_HDR_NOMOVE, heap.h). */
 static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
 {
-    if (LULL_LIKELY(bytes <= LULL_MAX_SMALL)) {
-        lull_alloc_cache *c = &t->caches.c[lull_type_has_refs(type)][lull_size_class(bytes)];
-        lull_enter_critical(t);
-        uintptr_t *p = c->head;
-        if (LULL_LIKELY(p)) {
-            c->head = (void *)p[1];
-            c->count--;
-            memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
-            if (length)
-            p[1] = length;
-            publish_major(p, type, tag, false);
-            t->last_alloc = (uintptr_t)p;
-        }
-        lull_exit_critical(t);
-        if (LULL_LIKELY(p)) {
-            lull_thread_count_alloc(t, bytes);
-            return p;
-        }
+    lull_thread_count(&t->alloc_outside_tlab);
+    if (LULL_UNLIKELY(bytes > LULL_MAX_SMALL))
+        return alloc_large(t, type, bytes, length, tag);
+    lull_alloc_cache *c = &t->caches.c[lull_type_has_refs(type)][lull_size_class(bytes)];
+    uintptr_t *p = cache_pop(t, c, type, bytes, length, tag);
+    if (LULL_LIKELY(p)) {
+        lull_thread_count_alloc(t, bytes);
+        return p;
     }
-    return alloc_slow(t, type, bytes, length, tag);
+    return alloc_small_slow(t, type, bytes, length, tag);
 }
 
 /* Bump-allocate from the thread's TLAB, refilling it (and collecting when
@@ -257,6 +321,9 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
             return NULL;
         pace_allocation();
         lull_gc_lock();
+        lull_thread_count(&t->alloc_outside_tlab);
+        lull_thread_count(&t->alloc_locked);
+        lull_threads_finish_parked();
         collect_if(LULL_POLICY_SLOW_ALLOC, 0);
         if (!lull_nursery_refill(t, sz)) {
             /* The heap is full: a minor now would take a whole pause to

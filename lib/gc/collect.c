@@ -172,7 +172,9 @@ static void pause_begin(lull_pause_record *r, enum lull_pause_kind kind, const c
     r->cycle = lull_mark_cycle() + (kind == LULL_PAUSE_INITIAL ? 1 : 0);
     if (kind == LULL_PAUSE_FINAL)
         r->mark_done = lull_mark_background_done();
+    lull_registry_lock();           /* until the world restarts: no attach in between */
     r->threads = lull_threads_count();
+    lull_threads_alloc_counts_locked(&r->alloc_outside_tlab, &r->alloc_locked);
     lull_pause_step(r, LULL_STEP_STOP);
     lull_stw_stop(self);
     lull_pause_step(r, LULL_STEP_STOPPED);
@@ -232,6 +234,8 @@ static void pause_end(lull_pause_record *r, lull_thread *self)
                                      lull_nursery_trace_ns());
     lull_pause_step(r, LULL_STEP_RESTART);
     lull_stw_restart(self);
+    lull_registry_unlock();
+    lull_threads_finish_parked();
     lull_pause_step(r, LULL_STEP_RESTARTED);
     if (!lull_mark_resume_background())
         lull_major_resume_sweep();

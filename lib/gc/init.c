@@ -49,6 +49,7 @@ static void fork_prepare(void)
     if (lull_is_initialised()) {
         lull_gc_lock();
         lull_workers_stop_background();   /* a mark's grey objects are held, in both processes */
+        lull_registry_lock();             /* no attach in flight */
     }
     lull_stats_lock_for_fork();
 }
@@ -57,6 +58,7 @@ static void fork_parent(void)
 {
     lull_stats_unlock_after_fork();
     if (lull_is_initialised()) {
+        lull_registry_unlock();
         if (!lull_mark_resume_background())
             lull_major_resume_sweep();
         lull_gc_unlock();
@@ -69,7 +71,9 @@ static void fork_child(void)
     lull_stats_unlock_after_fork();
     if (lull_is_initialised()) {
         lull_gc_lock_after_fork_child();
+        lull_registry_lock_after_fork_child();
         lull_threads_after_fork_child();
+        lull_registry_unlock();
         lull_workers_after_fork_child();
         lull_finalize_after_fork_child();
         lull_timeline_after_fork_child();
@@ -175,7 +179,10 @@ void lull_shutdown(void)
      * attached while it runs finalizers. */
     lull_finalize_stop();
     lull_gc_lock();
+    lull_threads_finish_parked();
+    lull_registry_lock();
     unsigned others = lull_threads_count() - (lull_thread_self ? 1u : 0u);
+    lull_registry_unlock();
     lull_gc_unlock();
     if (others)
         lull_fatal("lull_shutdown", "%u other thread(s) are still attached; detach them first", others);

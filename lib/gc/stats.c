@@ -204,6 +204,7 @@ static void stats_fill(lull_stats *s)
         s->memory_limit_bytes = lull_pacer_memory_limit();
         lull_mark_paced(&s->paced_waits, &s->paced_wait_ns);
         s->mark_finishes_sync = lull_policy_sync_finishes();
+        lull_threads_alloc_counts(&s->alloc_outside_tlab, &s->alloc_locked);
     }
 }
 

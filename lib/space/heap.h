@@ -394,6 +394,10 @@ bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls, boo
 /* Drop a thread's caches: their slots are free (word 0 is 0) and the next
  * sweep finds them. Returns the bytes handed out but never used. */
 uint64_t lull_major_drop_caches(lull_alloc_caches *caches);
+/* Give a detaching thread's caches back (gc lock held, outside a pause):
+ * their slots go back onto their blocks' free lists for other threads at
+ * once. Returns the bytes handed out but never used. */
+uint64_t lull_major_return_caches(lull_alloc_caches *caches);
 /* The sweep is lazy (major.c): at the end of a major every SMALL block is
  * only flagged sweep_pending and listed by size class (sweep_begin, which
  * returns the live bytes the mark found, from the mark bits); a block is

@@ -15,7 +15,8 @@
  *   partial[refs][class]  SMALL blocks with free slots, not in any cache
  *   empty                 EMPTY blocks: committed, no live object
  * A block whose free list was handed to a thread cache is on no list until
- * the next sweep re-lists it.
+ * the next sweep re-lists it, or its thread detaches and returns the slots
+ * (lull_major_return_caches).
  *
  * Evacuation (a synchronous major, world stopped): in a size class of one
  * kind whose blocks are sparsely occupied, the sparse blocks are emptied
@@ -210,6 +211,42 @@ bool lull_major_refill(lull_alloc_cache *cache, bool has_refs, unsigned cls, boo
     b->live = lull_class_slots[cls];    /* as far as evacuation knows, it fills up */
     lull_meter_allocated((uint64_t)cache->count * lull_class_size[cls]);
     return true;
+}
+
+/* Every slot in a cache belongs to a block taken by lull_major_refill since
+ * the last major's pause (which drops all caches before its sweep lists
+ * are built): a SMALL block, swept, on no list, with no free slot of its
+ * own (refill took them all). So each returned slot goes back onto its
+ * block's free list, and a block that gets its first one goes back onto
+ * its partial list. */
+uint64_t lull_major_return_caches(lull_alloc_caches *caches)
+{
+    uint64_t unused = 0;
+    for (int r = 0; r < 2; r++)
+        for (unsigned c = 0; c < lull_nclasses; c++) {
+            lull_alloc_cache *k = &caches->c[r][c];
+            uintptr_t *next;
+            for (uintptr_t *slot = k->head; slot; slot = next) {
+                next = (uintptr_t *)slot[1];
+                uint32_t idx = lull_block_index((uintptr_t)slot);
+                lull_block *b = block_at(idx);
+                LULL_ASSERT(b->state == LULL_BLOCK_SMALL && b->size_class == c && b->has_refs == r &&
+                            !b->sweep_pending && slot[0] == 0);
+                if (b->nfree == 0) {
+                    b->next = major_g.partial[r][c];
+                    major_g.partial[r][c] = idx;
+                }
+                slot[1] = (uintptr_t)b->free_list;
+                b->free_list = slot;
+                b->nfree++;
+                if (b->live)
+                    b->live--;
+            }
+            unused += (uint64_t)k->count * lull_class_size[c];
+            k->head = NULL;
+            k->count = 0;
+        }
+    return unused;
 }
 
 uint64_t lull_major_drop_caches(lull_alloc_caches *caches)

@@ -110,6 +110,8 @@ void lull_roots_scan_threads(lull_range_fn fn, void *ctx)
     /* Every thread's roots were recorded where it stopped; the collecting
      * thread's, where it entered the collection (collect.c). */
     for (lull_thread *t = lull_threads_first(); t; t = t->next) {
+        if (t->parked)
+            continue;           /* detached: its stack is gone (registry.h) */
         fn(t->stop_sp, t->stack_hi, ctx);
         if (t->alt_hi)
             fn(t->alt_lo, t->alt_hi, ctx);

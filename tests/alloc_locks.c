@@ -1,0 +1,81 @@
+/*
+ * alloc_locks — how often allocation outside the TLAB takes the gc lock
+ * (lull_stats.alloc_outside_tlab and alloc_locked).
+ *
+ * Two threads each allocate 20,000 pointer-free arrays of 7-8 KiB (the
+ * largest size class: two slots a block) and keep every 16th in a ring of
+ * 64, checking each kept one when it is replaced. Each thread cache refill
+ * must be a batch: the gc lock is taken for fewer than 200 of every
+ * thousand such allocations (once per block would be 500). Then 200 large
+ * objects (64 KiB): each takes the lock once, never more than once plus
+ * what collections take. The counts survive the threads' detaching.
+ */
+#include "check.h"
+
+#define PER_THREAD 20000u
+#define RING 64u
+
+typedef struct arr { lull_array_header a; uint64_t w[]; } arr;
+static const lull_type arr_type = { .name = "arr", .size = sizeof(arr), .elem_size = 1 };
+typedef struct ring { lull_array_header a; arr *slot[]; } ring;
+static const lull_type ring_type = { .name = "ring", .size = sizeof(ring), .elem_size = sizeof(void *),
+                                     .elem_refs = 1 };
+
+static void *medium(void *arg)
+{
+    uintptr_t seed = (uintptr_t)arg;
+    lull_thread_attach();
+    ring *r = lull_alloc_array(&ring_type, RING);
+    for (uint64_t i = 0; i < PER_THREAD; i++) {
+        size_t len = 7168 + 8 * (mix64(seed + i) % 120);   /* 7-8 KiB less the header */
+        arr *a = lull_alloc_array(&arr_type, len);
+        CHECK(a, "allocation %" PRIu64 " failed", i);
+        a->w[0] = seed + i;
+        a->w[len / 8 - 1] = ~(seed + i);
+        if (i % 16 == 0) {
+            unsigned s = (unsigned)(i / 16) % RING;
+            arr *old = r->slot[s];
+            if (old) {
+                uint64_t j = i - 16 * RING;
+                CHECK(old->w[0] == seed + j && old->w[old->a.length / 8 - 1] == ~(seed + j),
+                      "kept array %" PRIu64 " corrupted", j);
+            }
+            lull_store(r, &r->slot[s], a);
+        }
+    }
+    lull_thread_detach();
+    return NULL;
+}
+
+int main(void)
+{
+    CHECK(lull_init(NULL) == 0, "lull_init");
+    lull_stats s0, s1, s2;
+    lull_get_stats(&s0);
+    pthread_t t[2];
+    for (uintptr_t i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, medium, (void *)(i << 32)) == 0, "pthread_create");
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    lull_get_stats(&s1);
+    uint64_t outside = s1.alloc_outside_tlab - s0.alloc_outside_tlab, locked = s1.alloc_locked - s0.alloc_locked;
+    printf("medium: %" PRIu64 " allocations outside TLABs, %" PRIu64 " took the gc lock (%.1f per thousand)\n",
+           outside, locked, 1000.0 * (double)locked / (double)outside);
+    CHECK(outside >= 2 * PER_THREAD, "every medium allocation is counted (%" PRIu64 ")", outside);
+    CHECK(locked * 1000 < 200 * outside, "the gc lock was taken %" PRIu64 " times for %" PRIu64
+          " medium allocations: refills are not batched", locked, outside);
+
+    uint64_t minors = s1.collections_minor + s1.collections_major;
+    for (int i = 0; i < 200; i++) {
+        arr *a = lull_alloc_array(&arr_type, 65536);
+        CHECK(a && a->w[8191] == 0, "large object %d", i);
+    }
+    lull_get_stats(&s2);
+    locked = s2.alloc_locked - s1.alloc_locked;
+    uint64_t collections = s2.collections_minor + s2.collections_major - minors;
+    printf("large: 200 allocations, %" PRIu64 " took the gc lock, %" PRIu64 " collections\n", locked, collections);
+    CHECK(s2.alloc_outside_tlab - s1.alloc_outside_tlab >= 200, "large allocations counted");
+    CHECK(locked >= 200 && locked <= 200 + 2 * collections, "%" PRIu64 " lock takings for 200 large objects", locked);
+    lull_shutdown();
+    return 0;
+}
