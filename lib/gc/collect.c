@@ -21,6 +21,7 @@
  * When to collect, and how big the heap is: policy.c. */
 #include "gc/collect.h"
 #include "gc/background.h"
+#include "gc/control.h"
 #include "space/meter.h"
 
 #include <errno.h>
@@ -91,6 +92,7 @@ void lull_collect_init(void)
     lull_heapshot_init();
     collect_g.ncollections = 0;
     atomic_store_explicit(&allow_sync_major, lull_cfg.allow_synchronous_major, memory_order_relaxed);
+    lull_control_init();
     lull_policy_init();
     lull_events_reset();
     lull_events_listen(lull_timeline_pause_listener, NULL);
@@ -476,6 +478,7 @@ void lull_collect_locked(int what, const char *reason)
 {
     lull_thread *self = lull_thread_self;
     ucontext_t entry;
+    lull_control_note_pause();     /* a no-GC region open ends here */
     if (self) {
         lull_capture_registers(&entry);
         lull_stw_record_roots(self, (uintptr_t)&entry);
@@ -548,6 +551,8 @@ int lull_idle(uint64_t ns)
         lull_fatal("lull_idle", "lull is not initialised (call lull_init first)");
     if (ns == 0)
         return -EINVAL;
+    if (lull_control_region_blocking())
+        return 0;      /* a no-GC region holds: no pause */
     lull_gc_lock();
     uint64_t allocated = lull_threads_allocated_bytes_locked();
     /* A major's pause first (a done mark's final pause, or an evacuating

@@ -117,6 +117,8 @@ void lull_policy_note_aging(bool may_age, uint64_t handed, uint64_t promoted);
 size_t lull_policy_size_heap(lull_config *cfg);
 
 void lull_policy_init(void);
+/* lull_major_due's answer (gc lock held): LULL_MAJOR_* flags (lull.h). */
+int lull_policy_major_outlook(void);
 /* Running marks finished with the world stopped (lull_stats). */
 uint64_t lull_policy_sync_finishes(void);
 

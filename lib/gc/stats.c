@@ -21,6 +21,7 @@
 #include "space/heap.h"
 #include "space/nursery.h"
 #include "gc/policy.h"
+#include "gc/control.h"
 #include "gc/threads.h"
 #include "base/util.h"
 
@@ -204,5 +205,9 @@ void lull_get_stats(lull_stats *s)
         s->memory_limit_bytes = lull_pacer_memory_limit();
         lull_mark_paced(&s->paced_waits, &s->paced_wait_ns);
         s->mark_finishes_sync = lull_policy_sync_finishes();
+        s->regions = lull_control_regions();
+        s->regions_overrun = lull_control_regions_overrun();
+        s->collections_forced = lull_control_forced();
     }
+    s->memory_pressure_bytes = lull_control_pressure();
 }
