@@ -569,6 +569,33 @@ int lull_no_gc_region_end(void);
 enum { LULL_MODE_AUTO = 0, LULL_MODE_MANUAL = 1 };
 int lull_set_mode(int mode);
 
+/*
+ * A step of collector work on the calling thread, for at most about
+ * `budget_ns` (a game calls it each frame with the time left): a pause
+ * that is due and predicted to fit what is left of the budget (a done
+ * mark's final pause, the initial pause of a major that is due, a minor
+ * when the nursery is 7/8 full; never inside a no-GC region), then the
+ * running concurrent mark's marking and precleaning (the background
+ * workers stop meanwhile and resume after; the work is checked against
+ * the clock every 64 objects or 64 KiB slice), then the last major's lazy
+ * sweep. With LULL_GC_PARAMS background-mark=no the workers never mark:
+ * marks advance only in steps (a mark the steps have not ended when the
+ * major heap's allowance is used up is finished in its final pause, with
+ * the world stopped). Returns the LULL_STEP_* bits of what it did, 0 when
+ * there was nothing to do, -EINVAL for 0. Any thread, attached or not;
+ * takes the gc lock for the step; pauses only as said. Misuse before
+ * lull_init (abort).
+ */
+enum {
+    LULL_STEP_MARK = 1,        /* marked objects of the running mark */
+    LULL_STEP_PRECLEAN = 2,    /* rescanned its dirty cards */
+    LULL_STEP_SWEEP = 4,       /* swept blocks of the last major */
+    LULL_STEP_PAUSE = 8,       /* ran a pause */
+    LULL_STEP_STARTED = 16,    /* that pause started a concurrent major */
+    LULL_STEP_FINISHED = 32,   /* that pause completed a major */
+};
+int lull_collect_step(uint64_t budget_ns);
+
 /* Start a concurrent major now and return at once: its initial pause runs
  * here, its mark on the background workers, its final pause at an
  * allocation, lull_idle or lull_collect_step once the mark is done. It

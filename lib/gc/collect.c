@@ -355,7 +355,7 @@ static void mark_end(lull_pause_record *r, lull_tracer *tr, bool final)
  * Empty blocks kept long enough go back to the OS. */
 static void sweep_in_pause(lull_pause_record *r, bool final)
 {
-    lull_pause_step(r, LULL_STEP_SWEEP);
+    lull_pause_step(r, LULL_STEP_SWEEP_BEGIN);
     r->live = lull_major_sweep_begin() + lull_los_sweep() + lull_nursery_after_major(!final) +
               (final ? lull_mark_final_young_bytes() : 0);
     if (lull_cfg.poison)
@@ -505,6 +505,8 @@ void lull_collect_locked(int what, const char *reason)
 #define EXPLICIT_WAIT_NS 5000000000ull
 static bool wait_for_mark(uint64_t cycle)
 {
+    if (!lull_cfg.background_mark && lull_marking() && lull_mark_cycle() == cycle)
+        lull_control_step_mark(UINT64_MAX);    /* no worker marks: this thread does */
     uint64_t t0 = lull_now_ns();
     while (lull_marking() && lull_mark_cycle() == cycle && !lull_mark_ready() &&
            lull_now_ns() - t0 < EXPLICIT_WAIT_NS) {

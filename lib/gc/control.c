@@ -26,11 +26,13 @@
 #include "base/config.h"
 #include "base/gclock.h"
 #include "base/util.h"
+#include "gc/background.h"
 #include "gc/collect.h"
 #include "gc/threads.h"
 #include "space/heap.h"
 #include "space/nursery.h"
 #include "trace/mark.h"
+#include "trace/workers.h"
 #include "lull.h"
 
 /* A thread's TLAB counts whole when handed out (nursery.c), so the count
@@ -321,4 +323,76 @@ int lull_major_due(void)
     int due = lull_policy_major_outlook();
     lull_gc_unlock();
     return due;
+}
+
+/* ------------------------------------------------------------------------ */
+/* A step of collector work                                                 */
+/* ------------------------------------------------------------------------ */
+
+#define STEP_SWEEP_BATCH 4u
+
+/* The running mark's work on this thread until `deadline` (gc lock held):
+ * the background job stopped first (as a pause stops it) and started
+ * again after, so that no pause and no worker meets the step. */
+int lull_control_step_mark(uint64_t deadline)
+{
+    lull_workers_stop_background();
+    lull_major_link_unlinked();
+    unsigned m = lull_mark_step(deadline);
+    if (!lull_mark_resume_background())
+        lull_major_resume_sweep();
+    return ((m & LULL_MARK_STEP_MARKED) ? LULL_STEP_MARK : 0) | ((m & LULL_MARK_STEP_PRECLEANED) ? LULL_STEP_PRECLEAN : 0);
+}
+
+/* The last major's lazy sweep until `deadline` (gc lock held; the
+ * background sweep takes the lock per batch, so it waits meanwhile). */
+static int step_sweep(uint64_t deadline)
+{
+    uint64_t swept = 0;
+    bool more = true;
+    while (more && lull_now_ns() < deadline)
+        more = lull_major_sweep_some(STEP_SWEEP_BATCH, &swept);
+    return swept ? LULL_STEP_SWEEP : 0;
+}
+
+/* A pause that fits what is left (never inside a no-GC region). */
+static int step_pause(uint64_t deadline)
+{
+    uint64_t now = lull_now_ns();
+    if (now >= deadline || lull_control_region_blocking())
+        return 0;
+    const char *reason = "";
+    int what = lull_policy_step_pause(deadline - now, &reason);
+    if (what < 0)
+        return 0;
+    uint64_t majors = lull_collect_count();
+    bool marking = lull_marking();
+    lull_collect_locked(what, reason);
+    int did = LULL_STEP_PAUSE;
+    if (what == LULL_COLLECT_MAJOR_START && !marking && lull_marking())
+        did |= LULL_STEP_STARTED;
+    if ((what == LULL_COLLECT_MAJOR_FINISH || what == LULL_GEN_MAJOR) && lull_collect_count() > majors)
+        did |= LULL_STEP_FINISHED;
+    return did;
+}
+
+int lull_collect_step(uint64_t budget_ns)
+{
+    if (!lull_is_initialised())
+        lull_fatal("lull_collect_step", "lull is not initialised (call lull_init first)");
+    if (!budget_ns)
+        return -EINVAL;
+    uint64_t deadline = lull_now_ns() + budget_ns;
+    lull_gc_lock();
+    int did = step_pause(deadline);        /* a done mark's end, a due major's start */
+    if (lull_marking() && !lull_mark_ready() && lull_now_ns() < deadline) {
+        did |= lull_control_step_mark(deadline);
+        lull_policy_note_step(budget_ns);
+        if (lull_mark_ready() && !(did & LULL_STEP_FINISHED))
+            did |= step_pause(deadline);   /* the mark this step ended, if its pause fits */
+    }
+    if (!lull_marking() && lull_major_sweep_pending())
+        did |= step_sweep(deadline);
+    lull_gc_unlock();
+    return did;
 }

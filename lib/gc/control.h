@@ -53,6 +53,11 @@ void lull_control_note_major(void);
 /* A collection the manual mode forced (gc lock held). */
 void lull_control_note_forced(void);
 
+/* The running mark's work on the calling thread until `deadline`
+ * (lull_now_ns; gc lock held): the background job stopped meanwhile.
+ * Returns LULL_STEP_MARK / _PRECLEAN bits (lull.h). */
+int lull_control_step_mark(uint64_t deadline);
+
 /* For lull_get_stats (any thread). */
 uint64_t lull_control_regions(void);
 uint64_t lull_control_regions_overrun(void);

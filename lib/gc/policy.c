@@ -121,6 +121,10 @@ static struct {
     unsigned aging_phase;         /* minors since aging last turned on or off */
     unsigned aging_left;          /* minors left in this trial or stop (0: aging, no trial) */
     unsigned aging_backoff;       /* minors the next stop lasts */
+    /* Steps (lull_collect_step): a step marked in the running mark, and
+     * the budget of the last such step. */
+    bool stepped;
+    uint64_t step_budget_ns;
 } policy_g;
 
 static uint32_t card_budget_for(unsigned threads);
@@ -210,6 +214,7 @@ void lull_policy_note_mark_start(void)
 {
     put(&lull_meter_g.mark_start, lull_meter_g.allocated);
     policy_g.mark_start_ns = lull_now_ns();
+    policy_g.stepped = false;
     /* The mark is done once a preclean pass finds no more dirty cards than
      * the final pause rescans in half the pause target (its roots and the
      * nursery's objects take the rest), at the minors' measured card cost. */
@@ -788,8 +793,16 @@ static int start_major(const char **reason)
  * every time. */
 static bool final_pause_waits_for_idle(void)
 {
+    if (policy_g.stepped && !over_allowance() && predicted_final_pause_ns() <= (double)policy_g.step_budget_ns)
+        return true;     /* the program's steps marked: its next step ends the mark */
     return calls_idle() && !over_allowance() &&
            predicted_final_pause_ns() <= policy_g.idle_ns;
+}
+
+void lull_policy_note_step(uint64_t budget_ns)
+{
+    policy_g.stepped = true;
+    policy_g.step_budget_ns = budget_ns;
 }
 
 /* The program got past its allowance by another allowance, and by four
@@ -814,6 +827,12 @@ static int while_marking(int otherwise, const char **reason)
         if (final_pause_waits_for_idle())
             return otherwise;
         *reason = "concurrent mark done";
+        return LULL_COLLECT_MAJOR_FINISH;
+    }
+    if (!lull_cfg.background_mark && over_allowance()) {
+        /* background-mark=no: only lull_collect_step marks, and the
+         * program's steps did not end the mark within its allowance. */
+        *reason = "allowance used up before the steps ended the mark";
         return LULL_COLLECT_MAJOR_FINISH;
     }
     if (far_past_allowance() && lull_synchronous_major_allowed()) {
@@ -1003,4 +1022,39 @@ int lull_policy_major_outlook(void)
     if (due && (stw || lull_policy_prefers_evacuation()))
         due |= LULL_MAJOR_SYNC;
     return due;
+}
+
+/* lull_collect_step (gc lock held): the pause to run in `left_ns`, or -1.
+ * A done mark's final pause predicted to fit; a major that is due (its
+ * initial pause, predicted as a minor's fixed cost; a synchronous one
+ * with major=stw or an evacuating one, predicted per live byte); a minor
+ * when the nursery is 7/8 full and its predicted pause fits. */
+int lull_policy_step_pause(uint64_t left_ns, const char **reason)
+{
+    double left = (double)left_ns;
+    if (lull_marking()) {
+        if (lull_mark_ready() && predicted_final_pause_ns() <= left) {
+            *reason = "step, concurrent mark done";
+            return LULL_COLLECT_MAJOR_FINISH;
+        }
+        return -1;
+    }
+    if (major_due()) {
+        if (lull_cfg.major == LULL_MAJOR_CONCURRENT && !lull_policy_prefers_evacuation()) {
+            if ((policy_g.fixed_known ? policy_g.fixed_ns : 0) <= left) {
+                *reason = "step, major due";
+                return LULL_COLLECT_MAJOR_START;
+            }
+        } else if (predicted_sync_major_ns() <= left) {
+            *reason = "step, major due";
+            return LULL_GEN_MAJOR;
+        }
+        return -1;
+    }
+    size_t n = lull_nursery_size();
+    if (lull_nursery_handed() >= n - n / 8 && policy_g.predicted_ns <= left) {
+        *reason = "step, nursery nearly full";
+        return LULL_GEN_NURSERY;
+    }
+    return -1;
 }
