@@ -18,7 +18,7 @@
  *  - a region the program allocates far past ends with a collection:
  *    end returns 1, regions_overrun counts it.
  *
- *   test_no_gc_region [rounds]
+ *   test_no_gc_region [rounds]   (1000; 250 under sanitizers)
  */
 #include "check.h"
 
@@ -33,9 +33,37 @@ static const lull_type blob_type = { .name = "blob", .size = 16, .elem_size = 1 
 
 static atomic_int in_region;           /* set after begin returned 0, cleared before end */
 static atomic_ulong pauses_inside, pauses_all;
-static pthread_barrier_t bar;
+/* A barrier the collector's stop signal can interrupt: the threads wait
+ * in short sleeps (under ThreadSanitizer a thread blocked in
+ * pthread_barrier_wait would not take the signal while another thread's
+ * collection waits for it to stop). */
+static atomic_uint bar_count, bar_gen;
+static void barrier(void)
+{
+    unsigned gen = atomic_load(&bar_gen);
+    if (atomic_fetch_add(&bar_count, 1) + 1 == THREADS) {
+        atomic_store(&bar_count, 0);
+        atomic_fetch_add(&bar_gen, 1);
+        return;
+    }
+    while (atomic_load(&bar_gen) == gen) {
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+}
 static struct tnode *rings[THREADS][RING];
-static unsigned rounds = 1000;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+/* Under a sanitizer a quarter of the rounds: the same paths, in time. */
+static unsigned rounds = SANITIZED ? 250 : 1000;
 
 static void hook(const lull_pause_event *ev, void *data)
 {
@@ -76,7 +104,7 @@ static void *worker(void *arg)
     CHECK(lull_thread_attach() == 0, "attach");
     uint64_t seq = 1;
     for (unsigned r = 0; r < rounds; r++) {
-        pthread_barrier_wait(&bar);     /* everyone's allocation between regions is done */
+        barrier();     /* everyone's allocation between regions is done */
         if (id == 0) {
             if (r % 50 == 25)
                 lull_collect_start();
@@ -84,15 +112,15 @@ static void *worker(void *arg)
             CHECK(rc == 0, "round %u: begin returned %d", r, rc);
             atomic_store(&in_region, 1);
         }
-        pthread_barrier_wait(&bar);
+        barrier();
         allocate(id, PER_THREAD, &seq);
-        pthread_barrier_wait(&bar);
+        barrier();
         if (id == 0) {
             atomic_store(&in_region, 0);
             int rc = lull_no_gc_region_end();
             CHECK(rc == 0, "round %u: end returned %d (a collection ran inside the region)", r, rc);
         }
-        pthread_barrier_wait(&bar);
+        barrier();
         allocate(id, BETWEEN, &seq);
     }
     for (size_t i = 0; i < RING; i++)
@@ -128,7 +156,6 @@ static void many_regions(void)
     lull_set_pause_hook(hook, NULL);
     lull_stats s0 = get_stats();
     pthread_t th[THREADS];
-    pthread_barrier_init(&bar, NULL, THREADS);
     for (int i = 0; i < THREADS; i++)
         pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
     for (int i = 0; i < THREADS; i++)
