@@ -6,9 +6,10 @@
  *    of FRAMES frames of 2 ms, each allocating temporaries and medium
  *    objects it keeps a while (so that majors come due), then calling
  *    lull_collect_step with 1 ms: majors start and their marks advance
- *    and end in the steps (LULL_STEP_MARK, then a step's final pause,
- *    LULL_STEP_FINISHED): every major completed is one a step finished,
- *    none marked with the world stopped; what the game keeps is intact;
+ *    and end in the steps (LULL_STEP_MARK): none marked with the world
+ *    stopped, and (the machine quiet enough for the final pauses to fit a
+ *    step) every major's final pause ran in a step (LULL_STEP_FINISHED);
+ *    what the game keeps is intact;
  *  - no step overruns its budget by more than 0.2 ms at the 99th
  *    percentile (not checked under sanitizers, which slow the marking
  *    between the clock's checks). Beside each step the frame runs a
@@ -116,10 +117,16 @@ static void game(const char *params, bool steps_alone)
            params, majors, finished, started, marked, s.collections_major_sync - s0.collections_major_sync,
            over[FRAMES / 2] / 1e6, over[FRAMES * 99 / 100] / 1e6, over[FRAMES - 1] / 1e6, ref[FRAMES * 99 / 100] / 1e6);
     CHECK(majors >= 3, "too few majors: %" PRIu64, majors);
+    bool quiet = ref[FRAMES * 99 / 100] <= 200000;
     if (steps_alone && !SANITIZED) {
+        /* No worker marks: every major that did not mark with the world
+         * stopped was marked by the steps. */
         CHECK(marked > 0, "no step marked");
-        CHECK(finished == majors, "%" PRIu64 " majors, %u finished in steps", majors, finished);
         CHECK(s.collections_major_sync == s0.collections_major_sync, "a major marked with the world stopped");
+        CHECK(s.mark_finishes_sync == s0.mark_finishes_sync, "a mark finished with the world stopped");
+        /* Their final pauses wait for a step when predicted to fit its
+         * budget, which a busy machine's stretched pauses may not. */
+        CHECK(!quiet || finished == majors, "%" PRIu64 " majors, %u finished in steps", majors, finished);
     }
     if (steps_alone && !SANITIZED) {
         if (over[FRAMES * 99 / 100] > 200000 && ref[FRAMES * 99 / 100] > 200000) {

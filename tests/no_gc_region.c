@@ -1,6 +1,8 @@
 /*
  * no_gc_region — lull_no_gc_region_begin/_end:
  *
+ *  - inside a region lull_idle and lull_collect_step run no pause, and an
+ *    explicit lull_collect ends it (end returns 1);
  *  - errors: -EPERM before lull_init (end: -EINVAL); -EINVAL for 0 bytes;
  *    -EBUSY while one is open (from another thread too); end outside a
  *    region -EINVAL; -ENOMEM for more than max-heap-size can take, while
@@ -149,6 +151,22 @@ static void errors(void)
     CHECK(rc == -EBUSY, "begin from another thread inside a region: %d", rc);
     CHECK(lull_no_gc_region_end() == 0, "end");
     CHECK(lull_no_gc_region_end() == -EINVAL, "end twice");
+
+    /* Inside a region lull_idle and lull_collect_step run no pause; an
+     * explicit lull_collect runs, and ends the region there. */
+    lull_stats s0 = get_stats();
+    CHECK(lull_no_gc_region_begin(1 << 20) == 0, "begin");
+    lull_stats s1 = get_stats();
+    CHECK(lull_idle(1000000000) == 0, "lull_idle collected inside a region");
+    int did = lull_collect_step(10000000);
+    CHECK(did >= 0 && !(did & LULL_STEP_PAUSE), "lull_collect_step paused inside a region (%d)", did);
+    CHECK(get_stats().pauses == s1.pauses, "a pause inside the region");
+    CHECK(lull_no_gc_region_end() == 0, "end after idle and step");
+    CHECK(lull_no_gc_region_begin(1 << 20) == 0, "begin");
+    lull_collect(LULL_GEN_NURSERY);
+    CHECK(lull_no_gc_region_end() == 1, "end after an explicit collection");
+    lull_stats s2 = get_stats();
+    CHECK(s2.regions == s0.regions + 2 && s2.regions_overrun == s0.regions_overrun + 1, "regions counted");
 }
 
 static void many_regions(void)

@@ -165,11 +165,22 @@ uint64_t lull_control_pressure(void) { return get(&control_g.pressure); }
  * the worst case that none of them fits the nursery (gc lock held):
  * max-heap-size (or the reserved range) leaves room for them, a quarter
  * more for size classes' rounding, and each thread's caches. */
+static uint64_t major_want(uint64_t need)
+{
+    uint64_t want = need + need / 4 + (uint64_t)lull_threads_count() * REGION_CACHE_SLACK;
+    return want >= need ? want : UINT64_MAX;
+}
+
 static bool major_room_for(uint64_t need)
 {
-    uint64_t room = (uint64_t)lull_space_headroom_bytes() + lull_major_empty_bytes();
-    uint64_t want = need + need / 4 + (uint64_t)lull_threads_count() * REGION_CACHE_SLACK;
-    return want >= need && want <= room;
+    return major_want(need) <= (uint64_t)lull_space_headroom_bytes() + lull_major_empty_bytes();
+}
+
+/* Even an empty heap could not take it (gc lock held). */
+static bool never_room_for(uint64_t need)
+{
+    uint64_t cap = lull_cfg.max_heap_size ? lull_cfg.max_heap_size : lull_heap_g.reserve;
+    return major_want(need) > cap;
 }
 
 /* Make the heap ready for `need` bytes without a collection (gc lock
@@ -232,7 +243,7 @@ int lull_no_gc_region_begin(size_t bytes)
         return -EINVAL;
     lull_gc_lock();
     int rc = region_open(bytes, false);
-    if (rc == -ENOMEM && (!lull_cfg.max_heap_size || bytes < lull_cfg.max_heap_size)) {
+    if (rc == -ENOMEM && !never_room_for(bytes)) {
         /* Room may come back from a full collection. */
         lull_gc_unlock();
         lull_collect(LULL_GEN_MAJOR);
