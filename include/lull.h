@@ -612,8 +612,9 @@ int lull_collect_start(void);
  * toward the next major, so that majors come sooner in proportion; remove
  * it when the memory is freed (never below 0). Shown in
  * lull_stats.memory_pressure_bytes. Any thread, attached or not, also
- * before lull_init; lock-free, never collects (the next allocation's
- * decision point does). */
+ * before lull_init (it counts from lull_init on, and across lull_shutdown:
+ * the memory is the program's); lock-free, never collects (the next
+ * allocation's decision point does). */
 void lull_add_memory_pressure(size_t bytes);
 void lull_remove_memory_pressure(size_t bytes);
 

@@ -2,7 +2,8 @@
  * memory_pressure — lull_add_memory_pressure / lull_remove_memory_pressure:
  *
  *  - the pressure shows in lull_stats.memory_pressure_bytes, never below 0
- *    (removing more than was added leaves 0), also before lull_init;
+ *    (removing more than was added leaves 0); what was added before
+ *    lull_init counts (the statistics read 0 before it, as every field);
  *  - a program allocates 160 MiB of medium objects, each standing for a
  *    buffer outside the heap of k times its size (pressure added with it;
  *    freed, as its finalizer would, when a major has run): with k = 1 the
@@ -59,10 +60,14 @@ int main(void)
     lull_remove_memory_pressure(400);
     lull_stats s;
     lull_get_stats(&s);
-    CHECK(s.memory_pressure_bytes == 600, "pressure before lull_init: %" PRIu64, s.memory_pressure_bytes);
+    CHECK(s.memory_pressure_bytes == 0, "stats before lull_init are 0");
+    CHECK(lull_init(NULL) == 0, "init");
+    lull_get_stats(&s);
+    CHECK(s.memory_pressure_bytes == 600, "pressure added before lull_init: %" PRIu64, s.memory_pressure_bytes);
     lull_remove_memory_pressure(10000);
     lull_get_stats(&s);
     CHECK(s.memory_pressure_bytes == 0, "pressure below 0: %" PRIu64, s.memory_pressure_bytes);
+    lull_shutdown();
     ratios("major=stw", 0.75, 1.25);
     /* A concurrent major's mark runs on while the program allocates, for
      * as long with pressure as without: its share of a cycle does not

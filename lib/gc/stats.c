@@ -208,6 +208,6 @@ void lull_get_stats(lull_stats *s)
         s->regions = lull_control_regions();
         s->regions_overrun = lull_control_regions_overrun();
         s->collections_forced = lull_control_forced();
+        s->memory_pressure_bytes = lull_control_pressure();
     }
-    s->memory_pressure_bytes = lull_control_pressure();
 }
