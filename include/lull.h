@@ -583,8 +583,9 @@ int lull_set_mode(int mode);
  * major heap's allowance is used up is finished in its final pause, with
  * the world stopped). Returns the LULL_STEP_* bits of what it did, 0 when
  * there was nothing to do, -EINVAL for 0. Any thread, attached or not;
- * takes the gc lock for the step; pauses only as said. Misuse before
- * lull_init (abort).
+ * holds the gc lock for the whole step, so other threads' allocation slow
+ * paths wait for it up to the budget (their fast paths do not); pauses
+ * only as said. Misuse before lull_init (abort).
  */
 enum {
     LULL_STEP_MARK = 1,        /* marked objects of the running mark */
@@ -599,7 +600,9 @@ int lull_collect_step(uint64_t budget_ns);
 /* Start a concurrent major now and return at once: its initial pause runs
  * here, its mark on the background workers, its final pause at an
  * allocation, lull_idle or lull_collect_step once the mark is done. It
- * never waits for the mark. Returns 0 (started), 1 (a concurrent mark
+ * never waits for the mark (it does finish the last major's lazy sweep
+ * first, world running, if the background sweep has not: a mark starts
+ * on a swept heap). Returns 0 (started), 1 (a concurrent mark
  * already runs: nothing done). With major=stw (no concurrent majors) it
  * runs a whole synchronous major and returns 0. Inside a no-GC region
  * its pause ends the region. Any thread, attached or not; takes the gc
