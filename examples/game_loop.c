@@ -13,6 +13,11 @@
  * lull_set_allow_synchronous_major(false): majors run concurrently, with
  * two short pauses each. Between levels (a loading screen, where a hitch
  * is invisible) they are allowed again and a full major is asked for.
+ * The loading screen's major is started with lull_collect_start and
+ * driven by lull_collect_step in slices of LOADING_STEP_NS (a loading
+ * screen that animates between them) until a step completes it. Each
+ * frame's event processing, the timing-critical section, runs inside a
+ * no-GC region that promises what it allocates: no pause may land there.
  * Frame times are those of played frames; the loading screens are
  * reported apart. A frame that took less than its 16.6 ms hands what is
  * left to lull_idle, as a game does before it waits for the display: the
@@ -39,6 +44,7 @@
 #define ENTITY_MAGIC 0x5eed0e17u
 #define LEVEL_SECONDS 2.0
 #define FRAME_SECONDS (1.0 / 60)
+#define LOADING_STEP_NS 4000000u      /* one slice of a loading screen's major */
 
 struct blob {                       /* pointer-free bytes */
     lull_array_header a;
@@ -277,6 +283,7 @@ int main(int argc, char **argv)
     double checksum = 0;
     int levels = 1;
     double loading_ms = 0, loading_max_ms = 0;
+    long regions_overrun = 0, loading_steps_done = 0;
     bool honoured = lull_set_allow_synchronous_major(false);   /* level 1 begins */
     double level_end = t0 + LEVEL_SECONDS;
 
@@ -288,10 +295,25 @@ int main(int argc, char **argv)
             /* Loading screen: a full major where nobody sees it, then the
              * next level with synchronous majors off again. */
             lull_set_allow_synchronous_major(true);
-            if (heap_shots)
+            if (heap_shots) {
                 heap_shot(levels);       /* its own full major */
-            else
-                lull_collect(LULL_GEN_MAJOR);
+            } else {
+                /* Start a major (or join the one running) and step it to
+                 * its end: the loading screen stays responsive between
+                 * slices. */
+                lull_collect_start();
+                int did;
+                do {
+                    did = lull_collect_step(LOADING_STEP_NS);
+                    if (did < 0) {
+                        fprintf(stderr, "game_loop: lull_collect_step failed\n");
+                        return 1;
+                    }
+                } while (!(did & LULL_STEP_FINISHED) && now_s() - t < 2.0);
+                if (!(did & LULL_STEP_FINISHED))
+                    lull_collect(LULL_GEN_MAJOR);     /* the steps could not end it in 2 s */
+                loading_steps_done += (did & LULL_STEP_FINISHED) != 0;
+            }
             lull_set_allow_synchronous_major(false);
             double load = (now_s() - t) * 1e3;
             loading_ms += load;
@@ -302,7 +324,13 @@ int main(int argc, char **argv)
             level_end = t + LEVEL_SECONDS;
         }
 
-        /* Events: a list that lives for this frame only. */
+        /* Events: a list that lives for this frame only, built and applied
+         * in a no-GC region promising exactly its allocation. */
+        int region = lull_no_gc_region_begin(EVENTS * sizeof(struct event));
+        if (region != 0 && region != -ENOMEM) {
+            fprintf(stderr, "game_loop: lull_no_gc_region_begin: %s\n", strerror(-region));
+            return 1;
+        }
         struct event *events = NULL;
         for (int i = 0; i < EVENTS; i++) {
             struct event *ev = check(lull_alloc(&event_type));
@@ -317,6 +345,8 @@ int main(int argc, char **argv)
             ev->dst->vx += (float)(ev->amount * 1e-3);
             checksum += ev->src->x * (double)ev->kind;
         }
+        if (region == 0 && lull_no_gc_region_end() != 0)
+            regions_overrun++;
 
         /* Scratch buffers (path finding, say). */
         for (int i = 0; i < SCRATCH; i++) {
@@ -411,6 +441,10 @@ int main(int argc, char **argv)
     printf("memory: %.1f MB allocated, %.1f%% of it promoted, heap %.1f MB, live after last major %.1f MB\n",
            st.bytes_allocated / 1e6, st.bytes_allocated ? 100.0 * st.bytes_promoted / st.bytes_allocated : 0.0,
            st.heap_bytes / 1e6, st.live_bytes_after_major / 1e6);
+
+    printf("no-GC regions: %llu around the frames' events, %ld overrun (a collection ran inside); "
+           "loading screens' majors ended by steps: %ld\n", (unsigned long long)st.regions, regions_overrun,
+           loading_steps_done);
 
     int bad = check_world(n);
     printf("world: %s (checksum %.0f)\n", bad ? "BROKEN" : "intact", checksum);

@@ -24,7 +24,16 @@
  * connection for up to KEEPALIVE requests and then just drops it: a
  * finalizer registered on the connection releases the resource once the
  * collector finds it unreachable. At the end the program waits for the
- * finalizers to close every connection.
+ * finalizers to close every connection. Each connection also owns a
+ * receive buffer of CONN_BUFFER bytes outside the heap (malloc), which its
+ * finalizer frees: the buffers are memory pressure
+ * (lull_add_memory_pressure when allocated, lull_remove_memory_pressure
+ * when freed), so that majors, which find dropped connections, come as
+ * often as the buffers' memory asks, not only the heap's.
+ *
+ * Between connections (when a worker drops one) it gives lull a moment of
+ * idle time (lull_idle), where a minor or a major's pause may run between
+ * requests rather than in one. The heap is capped (max-heap-size=1g).
  *
  * Synchronous (stop-the-world) majors are switched off with
  * lull_set_allow_synchronous_major(false): majors mark concurrently, and
@@ -53,6 +62,8 @@
 #define MAX_THREADS 64
 #define MAX_CONNS   (1u << 16)   /* the "socket" table */
 #define LAT_CAP     (1u << 22)   /* latency samples kept per worker */
+#define CONN_BUFFER (16u << 10)  /* a connection's receive buffer, outside the heap */
+#define IDLE_NS     100000u      /* idle time given between connections */
 
 /* ---- heap objects ---- */
 
@@ -112,6 +123,7 @@ static _Atomic lull_handle cache[KEYS];  /* 0: never filled */
 /* ---- connections: the external resource ---- */
 
 static atomic_uchar conn_open[MAX_CONNS];
+static _Atomic(void *) conn_buffer[MAX_CONNS];   /* owned by the open connection in the slot */
 static atomic_uint conn_next;
 static atomic_long conns_open, conns_opened, conns_closed, conns_open_max;
 
@@ -119,7 +131,10 @@ static void conn_finalize(void *obj, void *data)
 {
     (void)data;
     struct conn *c = obj;
-    /* A real server would close(c->fd) here. */
+    /* A real server would close(c->fd) here. The buffer goes first: once
+     * the slot is closed, another connection may take it. */
+    free(atomic_exchange(&conn_buffer[c->slot], NULL));
+    lull_remove_memory_pressure(CONN_BUFFER);
     if (!atomic_exchange(&conn_open[c->slot], 0)) {
         fprintf(stderr, "server: FAIL: connection %" PRIu64 " closed twice\n", c->slot);
         exit(1);
@@ -145,6 +160,14 @@ static struct conn *conn_accept(void)
             exit(1);
         }
         c->slot = s;
+        void *buf = malloc(CONN_BUFFER);
+        if (!buf) {
+            fprintf(stderr, "server: FAIL: out of memory\n");
+            exit(1);
+        }
+        memset(buf, 0, CONN_BUFFER);     /* touched, as a socket's buffer is */
+        atomic_store(&conn_buffer[s], buf);
+        lull_add_memory_pressure(CONN_BUFFER);
         if (lull_register_finalizer(c, conn_finalize, NULL) != 0) {
             fprintf(stderr, "server: FAIL: lull_register_finalizer\n");
             exit(1);
@@ -311,8 +334,11 @@ static void *worker_main(void *arg)
     struct conn *c = NULL;
     while (!atomic_load_explicit(&stopping, memory_order_relaxed)) {
         uint64_t t0 = now_ns();
-        if (!c || c->requests == KEEPALIVE)
+        if (!c || c->requests == KEEPALIVE) {
+            if (c)
+                lull_idle(IDLE_NS);      /* between connections: a moment for lull */
             c = conn_accept();   /* the old one is dropped: its finalizer closes it */
+        }
         serve(w, c, atomic_fetch_add_explicit(&next_request, 1, memory_order_relaxed));
         uint64_t served = atomic_load_explicit(&w->served, memory_order_relaxed);
         if (served < LAT_CAP)
@@ -361,7 +387,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "server: --seconds must be > 0 and --threads 1..%d\n", MAX_THREADS);
         return 2;
     }
-    int rc = lull_init(NULL);
+    int rc = lull_init("max-heap-size=1g");
     if (rc != 0) {
         fprintf(stderr, "server: lull_init failed: %s\n", strerror(-rc));
         return 1;

@@ -339,6 +339,137 @@ int lull_set_heap_growth(unsigned percent);
 int lull_set_memory_limit(size_t bytes);
 
 /* ------------------------------------------------------------------------ */
+/* Controlling when collections run                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * No-GC region. After lull_no_gc_region_begin(bytes) returns 0, no pause
+ * of any kind runs on any thread (no minor, no major's pause, no paced
+ * wait for the concurrent mark) until the program's threads together
+ * have allocated `bytes` (counted as lull_stats.bytes_allocated counts;
+ * the region holds up to 16 KiB per attached thread longer, as a TLAB is
+ * counted whole when handed out) or lull_no_gc_region_end is called.
+ * A concurrent mark already running goes on meanwhile; its final pause
+ * waits. Begin prepares the heap first, and may pause to do it: a done
+ * mark's final pause, a major that is due, and a minor when the nursery
+ * has less room than `bytes`; the nursery grows to hold `bytes` (up to
+ * nursery-size) for the region, and when it is full anyway small objects
+ * go to the major heap without a minor. A collection during the region
+ * ends it there (lull_no_gc_region_end then returns 1): an allocation the
+ * heap cannot satisfy (past max-heap-size), allocation past `bytes` that
+ * needs one, or an explicit lull_collect, lull_collect_start or
+ * lull_heap_shot. lull_idle and lull_collect_step run no pause inside a
+ * region. Returns 0, -EINVAL for 0 bytes, -EBUSY while a region is open
+ * (one at a time, for the whole process), -ENOMEM when the heap cannot
+ * promise `bytes` even after a full collection (max-heap-size, or the
+ * reserved range, leaves less than 1.25 x bytes plus 256 KiB per thread:
+ * every byte might have to go to the major heap), -EPERM before lull_init.
+ * Any thread, attached or not; may block on the gc lock and pause.
+ * Counted in lull_stats.regions and regions_overrun.
+ */
+int lull_no_gc_region_begin(size_t bytes);
+/* End the region: 0 when it held (no collection ran while it was open),
+ * 1 when a collection ran and ended it early, -EINVAL when no region is
+ * open, -EPERM before lull_init. Any thread; never pauses itself (what was
+ * held back runs at the next allocation's decision point). */
+int lull_no_gc_region_end(void);
+
+/*
+ * The mode (LULL_MODE_AUTO unless set). LULL_MODE_MANUAL: no collection
+ * starts by itself, neither minor nor major; lull_collect,
+ * lull_collect_start, lull_collect_step and lull_idle work as in the auto
+ * mode, and a mark they started ends in its final pause at an allocation
+ * once its background work is done. When the nursery is full, small
+ * objects go to the major heap until the next collection (no minor).
+ * Forced, counted in lull_stats.collections_forced: past the memory limit
+ * (lull_set_memory_limit: the last major's live heap, the nursery and what
+ * the major heap took since, at least 4 MiB after each major) a
+ * synchronous major, or the running mark's final pause (a concurrent major
+ * if synchronous majors are not allowed); and the collection an
+ * allocation runs when max-heap-size leaves it no room. Without either
+ * limit the heap grows until the OS refuses. Returns 0, -EINVAL for an
+ * unknown mode. Any thread, attached or not, also before lull_init (the
+ * mode stays in force across lull_shutdown and lull_init); never blocks.
+ */
+enum { LULL_MODE_AUTO = 0, LULL_MODE_MANUAL = 1 };
+int lull_set_mode(int mode);
+
+/*
+ * A step of collector work on the calling thread, for at most about
+ * `budget_ns` (a game calls it each frame with the time left): a pause
+ * that is due and predicted to fit what is left of the budget (a done
+ * mark's final pause, the initial pause of a major that is due, a minor
+ * when the nursery is 7/8 full; never inside a no-GC region), then the
+ * running concurrent mark's marking and precleaning (the background
+ * workers stop meanwhile and resume after; the work is checked against
+ * the clock every 64 objects or 64 KiB slice), then the last major's lazy
+ * sweep. With LULL_GC_PARAMS background-mark=no the workers never mark:
+ * marks advance only in steps (a mark the steps have not ended when the
+ * major heap's allowance is used up is finished in its final pause, with
+ * the world stopped). Returns the LULL_STEP_* bits of what it did, 0 when
+ * there was nothing to do, -EINVAL for 0. Any thread, attached or not;
+ * holds the gc lock for the whole step, so other threads' allocation slow
+ * paths wait for it up to the budget (their fast paths do not); pauses
+ * only as said. -EPERM before lull_init.
+ */
+enum {
+    LULL_STEP_MARK = 1,        /* marked objects of the running mark */
+    LULL_STEP_PRECLEAN = 2,    /* rescanned its dirty cards */
+    LULL_STEP_SWEEP = 4,       /* swept blocks of the last major */
+    LULL_STEP_PAUSE = 8,       /* ran a pause */
+    LULL_STEP_STARTED = 16,    /* that pause started a concurrent major */
+    LULL_STEP_FINISHED = 32,   /* that pause completed a major */
+};
+int lull_collect_step(uint64_t budget_ns);
+
+/* Start a concurrent major now and return at once: its initial pause runs
+ * here, its mark on the background workers, its final pause at an
+ * allocation, lull_idle or lull_collect_step once the mark is done. It
+ * never waits for the mark (it does finish the last major's lazy sweep
+ * first, world running, if the background sweep has not: a mark starts
+ * on a swept heap). Returns 0 (started), 1 (a concurrent mark
+ * already runs: nothing done). With major=stw (no concurrent majors) it
+ * runs a whole synchronous major and returns 0. Inside a no-GC region
+ * its pause ends the region. Any thread, attached or not; takes the gc
+ * lock. -EPERM before lull_init. */
+int lull_collect_start(void);
+
+/* Memory outside the heap that lull objects keep alive (buffers, textures,
+ * sockets a finalizer frees): what was added since the last major (from
+ * the lowest it fell to since) counts as allocation in the major heap
+ * toward the next major, so that majors come sooner in proportion; remove
+ * it when the memory is freed (never below 0). Shown in
+ * lull_stats.memory_pressure_bytes. Any thread, attached or not, also
+ * before lull_init (it counts from lull_init on, and across lull_shutdown:
+ * the memory is the program's); lock-free, never collects (the next
+ * allocation's decision point does). */
+void lull_add_memory_pressure(size_t bytes);
+void lull_remove_memory_pressure(size_t bytes);
+
+/* What major-collection pause is coming (poll it each frame; flags):
+ *   LULL_MAJOR_SOON       the major heap took 3/4 of its way to the next
+ *                         major's start (or more; also with START_DUE)
+ *   LULL_MAJOR_START_DUE  a major starts at the next allocation's
+ *                         decision point (its initial pause)
+ *   LULL_MAJOR_FINAL_DUE  a concurrent mark's background work is done:
+ *                         its final pause runs at the next decision point
+ *                         (or lull_idle / lull_collect_step)
+ *   LULL_MAJOR_SYNC       the pause coming marks with the world stopped
+ *                         (major=stw, an evacuating major, or a mark
+ *                         finished early): a long pause
+ * 0: none is near. A game that sees one can place the pause: call
+ * lull_collect_start, lull_collect_step or lull_idle in a loading screen
+ * or at a frame's end. Any thread, attached or not; takes the gc lock
+ * briefly; never collects. -EPERM before lull_init. */
+enum {
+    LULL_MAJOR_SOON = 1,
+    LULL_MAJOR_START_DUE = 2,
+    LULL_MAJOR_FINAL_DUE = 4,
+    LULL_MAJOR_SYNC = 8,
+};
+int lull_major_due(void);
+
+/* ------------------------------------------------------------------------ */
 /* Statistics                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -403,6 +534,14 @@ typedef struct lull_stats {
      * lull_init, every thread, attached or gone. */
     uint64_t alloc_outside_tlab;
     uint64_t alloc_locked;
+    /* Control (lull_no_gc_region_begin, lull_set_mode,
+     * lull_add_memory_pressure): regions begun, regions a collection
+     * ended early, collections manual mode forced (memory limit,
+     * max-heap-size), and the memory pressure now. */
+    uint64_t regions;
+    uint64_t regions_overrun;
+    uint64_t collections_forced;
+    uint64_t memory_pressure_bytes;
 } lull_stats;
 
 /*

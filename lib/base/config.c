@@ -154,6 +154,9 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
         if (parse_uint(val, 64, &u) || u == 0)
             return bad(source, key, val, "expected a number from 1 to 64");
         c->mark_workers = (unsigned)u;
+    } else if (!strcmp(key, "background-mark")) {
+        if (parse_bool(val, &c->background_mark))
+            return bad(source, key, val, "expected yes or no");
     } else if (!strcmp(key, "concurrent-sweep")) {
         if (parse_bool(val, &c->concurrent_sweep))
             return bad(source, key, val, "expected yes or no");
@@ -331,6 +334,7 @@ int lull_config_parse(lull_config *c, const char *params)
         .major = LULL_MAJOR_CONCURRENT,
         .mark_workers = default_workers(),
         .concurrent_sweep = true,
+        .background_mark = true,
         .allow_synchronous_major = true,
         .pause_target_ns = LULL_DEFAULT_PAUSE_TARGET_NS,
         .finalizers = LULL_FINALIZERS_AUTO,

@@ -31,6 +31,7 @@ typedef struct lull_config {
     enum lull_major_mode major;
     unsigned mark_workers;
     bool concurrent_sweep;
+    bool background_mark;         /* a concurrent mark runs on the workers (no: only in lull_collect_step) */
     bool card_every_store;        /* card-filter=no: every store marks its card, mark or no mark */
     bool allow_synchronous_major;
     uint64_t pause_target_ns;     /* what minors aim at (policy.c sizes the nursery) */

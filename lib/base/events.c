@@ -72,7 +72,7 @@ void lull_pause_step(lull_pause_record *r, enum lull_pause_step s)
     case LULL_STEP_MARKED:
         LULL_PROBE1(mark_end, r->overflows);
         break;
-    case LULL_STEP_SWEEP:
+    case LULL_STEP_SWEEP_BEGIN:
         LULL_PROBE1(sweep_begin, r->collection);
         break;
     case LULL_STEP_SWEPT:

@@ -37,7 +37,7 @@ enum lull_pause_step {
     LULL_STEP_NURSERY,      /* the nursery's part is done (a minor, or the TLABs synced) */
     LULL_STEP_MARK_BEGUN,   /* initial pause: the roots are grey, the background mark may run */
     LULL_STEP_MARKED,       /* marking, weak references and finalizers done */
-    LULL_STEP_SWEEP,        /* the sweep in the pause begins */
+    LULL_STEP_SWEEP_BEGIN,        /* the sweep in the pause begins */
     LULL_STEP_SWEPT,        /* ... and is done */
     LULL_STEP_RESTART,      /* the world is about to run again */
     LULL_STEP_RESTARTED,    /* every stopped thread may run */

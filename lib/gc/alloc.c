@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "gc/collect.h"
+#include "gc/control.h"
 #include "gc/policy.h"
 #include "trace/mark.h"
 #include "space/meter.h"
@@ -84,13 +85,14 @@ static inline void check_type(const char *fn, const lull_type *t, bool array)
 }
 
 /* Ask the policy at one of allocation's decision points; run what it
- * says (gc lock held). */
-static void collect_if(lull_policy_event ev, unsigned long arg)
+ * says (gc lock held). True if a collection ran. */
+static bool collect_if(lull_policy_event ev, unsigned long arg)
 {
     const char *reason = "";
     int gen = lull_policy_decide(ev, arg, &reason);
     if (gen >= 0)
         lull_collect_locked(gen, reason);
+    return gen >= 0;
 }
 
 /* A new object of the major heap exists for the collector from here on:
@@ -123,7 +125,7 @@ static inline void publish_major(uintptr_t *p, const lull_type *type, uintptr_t 
 static bool ahead_of_markers(double *want)
 {
     *want = -1;         /* nothing the drain alone gets through: the mark's next step */
-    if (!lull_marking() || lull_mark_ready())
+    if (!lull_marking() || lull_mark_ready() || lull_control_region_blocking())
         return false;
     double used = lull_meter_runway_used(), done;
     if (used >= 1.0)
@@ -317,8 +319,8 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
             tl->next = p + sz;
             return p;
         }
-        if (attempt == 2)
-            return NULL;
+        if (attempt == 2 || lull_control_nursery_closed())
+            return NULL;        /* closed: collections are held (control.h) */
         pace_allocation();
         lull_gc_lock();
         lull_thread_count(&t->alloc_outside_tlab);
@@ -335,7 +337,13 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
                 lull_gc_unlock();
                 return NULL;
             }
-            collect_if(LULL_POLICY_NURSERY_FULL, 0);
+            if (!collect_if(LULL_POLICY_NURSERY_FULL, 0)) {
+                /* Held (a no-GC region, manual mode): the major heap
+                 * takes small objects until the next pause. */
+                lull_control_close_nursery();
+                lull_gc_unlock();
+                return NULL;
+            }
             if (!lull_nursery_refill(t, sz)) {
                 if (!lull_nursery_promotion_failed())
                     lull_nursery_degrade();
@@ -470,7 +478,7 @@ void lull__mark_stores_slow(void *obj, void *slot, void *value)
     lull_thread *t = lull_thread_self;
     if (!t || t->in_critical || t->in_gc_lock || !lull_marking())
         return;
-    if (lull_mark_wants_quiet()) {
+    if (lull_mark_wants_quiet() && !lull_control_region_blocking()) {
         uint64_t t0 = lull_now_ns();
         lull_mark_wait_progress(PACE_WAIT_NS, -1);
         lull_mark_note_paced(lull_now_ns() - t0);

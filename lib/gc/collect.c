@@ -21,6 +21,7 @@
  * When to collect, and how big the heap is: policy.c. */
 #include "gc/collect.h"
 #include "gc/background.h"
+#include "gc/control.h"
 #include "space/meter.h"
 
 #include <errno.h>
@@ -91,6 +92,7 @@ void lull_collect_init(void)
     lull_heapshot_init();
     collect_g.ncollections = 0;
     atomic_store_explicit(&allow_sync_major, lull_cfg.allow_synchronous_major, memory_order_relaxed);
+    lull_control_init();
     lull_policy_init();
     lull_events_reset();
     lull_events_listen(lull_timeline_pause_listener, NULL);
@@ -359,7 +361,7 @@ static void mark_end(lull_pause_record *r, lull_tracer *tr, bool final)
  * Empty blocks kept long enough go back to the OS. */
 static void sweep_in_pause(lull_pause_record *r, bool final)
 {
-    lull_pause_step(r, LULL_STEP_SWEEP);
+    lull_pause_step(r, LULL_STEP_SWEEP_BEGIN);
     r->live = lull_major_sweep_begin() + lull_los_sweep() + lull_nursery_after_major(!final) +
               (final ? lull_mark_final_young_bytes() : 0);
     if (lull_cfg.poison)
@@ -482,6 +484,7 @@ void lull_collect_locked(int what, const char *reason)
 {
     lull_thread *self = lull_thread_self;
     ucontext_t entry;
+    lull_control_note_pause();     /* a no-GC region open ends here */
     if (self) {
         lull_capture_registers(&entry);
         lull_stw_record_roots(self, (uintptr_t)&entry);
@@ -508,6 +511,8 @@ void lull_collect_locked(int what, const char *reason)
 #define EXPLICIT_WAIT_NS 5000000000ull
 static bool wait_for_mark(uint64_t cycle)
 {
+    if (!lull_cfg.background_mark && lull_marking() && lull_mark_cycle() == cycle)
+        lull_control_step_mark(UINT64_MAX);    /* no worker marks: this thread does */
     uint64_t t0 = lull_now_ns();
     while (lull_marking() && lull_mark_cycle() == cycle && !lull_mark_ready() &&
            lull_now_ns() - t0 < EXPLICIT_WAIT_NS) {
@@ -554,6 +559,8 @@ int lull_idle(uint64_t ns)
         return -EPERM;
     if (ns == 0)
         return -EINVAL;
+    if (lull_control_region_blocking())
+        return 0;      /* a no-GC region holds: no pause */
     lull_gc_lock();
     uint64_t allocated = lull_threads_allocated_bytes_locked();
     /* A major's pause first (a done mark's final pause, or an evacuating

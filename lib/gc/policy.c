@@ -13,6 +13,7 @@
  * the reasons behind the rules. */
 #include "gc/policy.h"
 #include "gc/pacer.h"
+#include "gc/control.h"
 #include "space/meter.h"
 
 #include "gc/collect.h"
@@ -125,6 +126,10 @@ static struct {
     unsigned aging_phase;         /* minors since aging last turned on or off */
     unsigned aging_left;          /* minors left in this trial or stop (0: aging, no trial) */
     unsigned aging_backoff;       /* minors the next stop lasts */
+    /* Steps (lull_collect_step): a step marked in the running mark, and
+     * the budget of the last such step. */
+    bool stepped;
+    uint64_t step_budget_ns;
 } policy_g;
 
 static uint32_t card_budget_for(unsigned threads);
@@ -155,7 +160,7 @@ static void set_trigger(void)
     uint64_t a = lull_meter_g.allowance;
     uint64_t t = lull_pacer_trigger(a, policy_g.live, policy_g.alloc_rate,
                                     policy_g.measured ? policy_g.mark_rate : 0);
-    policy_g.trigger = lull_cfg.major == LULL_MAJOR_CONCURRENT ? t : a;
+    put(&policy_g.trigger, lull_cfg.major == LULL_MAJOR_CONCURRENT ? t : a);
 }
 
 void lull_policy_init(void)
@@ -215,6 +220,7 @@ void lull_policy_note_mark_start(void)
 {
     put(&lull_meter_g.mark_start, lull_meter_g.allocated);
     policy_g.mark_start_ns = lull_now_ns();
+    policy_g.stepped = false;
     /* The mark is done once a preclean pass finds no more dirty cards than
      * the final pause rescans in half the pause target (its roots and the
      * nursery's objects take the rest), at the minors' measured card cost. */
@@ -266,6 +272,7 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
     put(&lull_meter_g.mark_start, 0);
     policy_g.mark_start_ns = 0;
     policy_g.live = live_bytes;
+    lull_control_note_major();
     put(&lull_meter_g.allowance, lull_pacer_allowance(live_bytes, lull_nursery_size()));
     set_trigger();
 }
@@ -345,6 +352,9 @@ static size_t size_for_target(void)
      * next units, each such minor promoting a unit's temporaries. */
     if (idle_minors_rule() && n < 1.25 * policy_g.idle_period)
         n = 1.25 * policy_g.idle_period;
+    /* An open no-GC region's bytes (control.c): its nursery stays. */
+    if (n < (double)lull_control_nursery_floor())
+        n = (double)lull_control_nursery_floor();
     return n > (double)ceiling ? ceiling : (size_t)n;
 }
 
@@ -798,9 +808,16 @@ void lull_policy_set_pause_target(uint64_t ns)
     lull_nursery_resize(size_for_target());
 }
 
+/* Memory pressure added since the last major counts as allocation
+ * (lull_add_memory_pressure). */
+static uint64_t allocated_with_pressure(void)
+{
+    return lull_meter_g.allocated + lull_control_pressure_growth();
+}
+
 static bool major_due(void)
 {
-    return lull_meter_g.allocated >= policy_g.trigger;
+    return allocated_with_pressure() >= policy_g.trigger;
 }
 
 static bool over_allowance(void)
@@ -856,8 +873,16 @@ static int start_major(const char **reason)
  * every time. */
 static bool final_pause_waits_for_idle(void)
 {
+    if (policy_g.stepped && !over_allowance() && predicted_final_pause_ns() <= (double)policy_g.step_budget_ns)
+        return true;     /* the program's steps marked: its next step ends the mark */
     return calls_idle() && !over_allowance() &&
            predicted_final_pause_ns() <= policy_g.idle_ns;
+}
+
+void lull_policy_note_step(uint64_t budget_ns)
+{
+    policy_g.stepped = true;
+    policy_g.step_budget_ns = budget_ns;
 }
 
 /* The program got past its allowance by another allowance, and by four
@@ -884,6 +909,12 @@ static int while_marking(int otherwise, const char **reason)
         *reason = "concurrent mark done";
         return LULL_COLLECT_MAJOR_FINISH;
     }
+    if (!lull_cfg.background_mark && over_allowance()) {
+        /* background-mark=no: only lull_collect_step marks, and the
+         * program's steps did not end the mark within its allowance. */
+        *reason = "allowance used up before the steps ended the mark";
+        return LULL_COLLECT_MAJOR_FINISH;
+    }
     if (far_past_allowance() && lull_synchronous_major_allowed()) {
         __atomic_fetch_add(&policy_g.sync_finishes, 1, __ATOMIC_RELAXED);
         *reason = "allowance used up before the concurrent mark ended";
@@ -892,7 +923,7 @@ static int while_marking(int otherwise, const char **reason)
     return otherwise;
 }
 
-int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **reason)
+static int auto_decide(lull_policy_event ev, unsigned long arg, const char **reason)
 {
     switch (ev) {
     case LULL_POLICY_SLOW_ALLOC: {
@@ -986,4 +1017,124 @@ void lull_pacer_goal_changed(void)
 uint64_t lull_policy_sync_finishes(void)
 {
     return __atomic_load_n(&policy_g.sync_finishes, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Manual mode and no-GC regions (control.c)                                */
+/* ------------------------------------------------------------------------ */
+
+/* Manual mode: the memory limit is reached, as the auto mode's goal would
+ * count it (the live heap of the last major, the nursery, and what the
+ * major heap took since, pressure included), at least a minimum allowance
+ * after each major. */
+static bool manual_past_limit(void)
+{
+    size_t limit = lull_pacer_memory_limit();
+    if (!limit)
+        return false;
+    uint64_t used = policy_g.live + lull_nursery_size();
+    uint64_t room = limit > used ? limit - used : 0;
+    return allocated_with_pressure() >= (room > MIN_ALLOWANCE ? room : MIN_ALLOWANCE);
+}
+
+/* Manual mode: what a collection forced past the limit is: the running
+ * mark's final pause (if done, or if synchronous majors are allowed),
+ * else a synchronous major (it empties the nursery too), or a concurrent
+ * one when synchronous majors are not allowed. -1: none can be run. */
+static int forced_collection(void)
+{
+    if (lull_marking())
+        return lull_mark_ready() || lull_synchronous_major_allowed() ? LULL_COLLECT_MAJOR_FINISH : -1;
+    if (lull_cfg.major != LULL_MAJOR_CONCURRENT || lull_synchronous_major_allowed())
+        return LULL_GEN_MAJOR;
+    return LULL_COLLECT_MAJOR_START;
+}
+
+/* Manual mode: no collection starts by itself. Past the memory limit one
+ * is forced, counted; an allocation that fails collects (counted too); a
+ * mark the program started ends in its final pause when done, as in the
+ * auto mode. */
+static int manual_decide(lull_policy_event ev, unsigned long arg, const char **reason)
+{
+    if (ev == LULL_POLICY_OUT_OF_MEMORY) {
+        lull_control_note_forced();
+        return auto_decide(ev, arg, reason);
+    }
+    if ((ev == LULL_POLICY_SLOW_ALLOC || ev == LULL_POLICY_NURSERY_FULL) && manual_past_limit()) {
+        int what = forced_collection();
+        if (what >= 0) {
+            *reason = "manual mode, memory limit reached";
+            lull_control_note_forced();
+            return what;
+        }
+    }
+    if (ev == LULL_POLICY_SLOW_ALLOC && lull_marking() && lull_mark_ready())
+        return auto_decide(ev, arg, reason) == LULL_COLLECT_MAJOR_FINISH ? LULL_COLLECT_MAJOR_FINISH : -1;
+    return -1;
+}
+
+int lull_policy_decide(lull_policy_event ev, unsigned long arg, const char **reason)
+{
+    if (lull_control_region_holds(ev))
+        return -1;
+    if (lull_control_manual())
+        return manual_decide(ev, arg, reason);
+    return auto_decide(ev, arg, reason);
+}
+
+/* lull_major_due (lull.h), gc lock held. */
+int lull_policy_major_outlook(void)
+{
+    int due = 0;
+    bool stw = lull_cfg.major != LULL_MAJOR_CONCURRENT;
+    if (lull_marking()) {
+        if (lull_mark_ready())
+            due |= LULL_MAJOR_FINAL_DUE;
+        else if (far_past_allowance() && lull_synchronous_major_allowed())
+            due |= LULL_MAJOR_FINAL_DUE | LULL_MAJOR_SYNC;
+        return due;
+    }
+    uint64_t got = allocated_with_pressure(), trigger = policy_g.trigger;
+    if (got >= trigger)
+        due |= LULL_MAJOR_START_DUE | LULL_MAJOR_SOON;
+    else if (got >= trigger - trigger / 4)
+        due |= LULL_MAJOR_SOON;
+    if (due && (stw || lull_policy_prefers_evacuation()))
+        due |= LULL_MAJOR_SYNC;
+    return due;
+}
+
+/* lull_collect_step (gc lock held): the pause to run in `left_ns`, or -1.
+ * A done mark's final pause predicted to fit; a major that is due (its
+ * initial pause, predicted as a minor's fixed cost; a synchronous one
+ * with major=stw or an evacuating one, predicted per live byte); a minor
+ * when the nursery is 7/8 full and its predicted pause fits. */
+int lull_policy_step_pause(uint64_t left_ns, const char **reason)
+{
+    double left = (double)left_ns;
+    if (lull_marking()) {
+        if (lull_mark_ready() && predicted_final_pause_ns() <= left) {
+            *reason = "step, concurrent mark done";
+            return LULL_COLLECT_MAJOR_FINISH;
+        }
+        return -1;
+    }
+    if (major_due()) {
+        if (lull_cfg.major == LULL_MAJOR_CONCURRENT && !lull_policy_prefers_evacuation()) {
+            if ((policy_g.fixed_known ? policy_g.fixed_ns : 0) <= left) {
+                *reason = "step, major due";
+                return LULL_COLLECT_MAJOR_START;
+            }
+        } else if (predicted_sync_major_ns() <= left) {
+            *reason = "step, major due";
+            return LULL_GEN_MAJOR;
+        }
+        return -1;
+    }
+    size_t n = lull_nursery_size();
+    if (lull_nursery_handed() >= n - n / 8 && policy_g.predicted_ns <= left) {
+        *reason = "step, nursery nearly full";
+        return LULL_GEN_NURSERY;
+    }
+    return -1;
 }

@@ -121,6 +121,16 @@ void lull_policy_note_aging(bool may_age, uint64_t handed, uint64_t promoted);
 size_t lull_policy_size_heap(lull_config *cfg);
 
 void lull_policy_init(void);
+/* lull_major_due's answer (gc lock held): LULL_MAJOR_* flags (lull.h). */
+int lull_policy_major_outlook(void);
+/* lull_collect_step (gc lock held): the pause that is worth running and
+ * predicted to fit `left_ns` (LULL_GEN_* or LULL_COLLECT_MAJOR_*), or -1;
+ * *reason names it. */
+int lull_policy_step_pause(uint64_t left_ns, const char **reason);
+/* A step of `budget_ns` marked in the running mark (gc lock held): its
+ * final pause, when done, waits for the next step (as for an idle call)
+ * while it fits such a budget and the allowance lasts. */
+void lull_policy_note_step(uint64_t budget_ns);
 /* Running marks finished with the world stopped (lull_stats). */
 uint64_t lull_policy_sync_finishes(void);
 

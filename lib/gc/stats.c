@@ -21,6 +21,7 @@
 #include "space/heap.h"
 #include "space/nursery.h"
 #include "gc/policy.h"
+#include "gc/control.h"
 #include "gc/threads.h"
 #include "base/util.h"
 
@@ -205,6 +206,10 @@ static void stats_fill(lull_stats *s)
         lull_mark_paced(&s->paced_waits, &s->paced_wait_ns);
         s->mark_finishes_sync = lull_policy_sync_finishes();
         lull_threads_alloc_counts(&s->alloc_outside_tlab, &s->alloc_locked);
+        s->regions = lull_control_regions();
+        s->regions_overrun = lull_control_regions_overrun();
+        s->collections_forced = lull_control_forced();
+        s->memory_pressure_bytes = lull_control_pressure();
     }
 }
 

@@ -243,6 +243,18 @@ bool lull_nursery_refill(lull_thread *t, size_t need)
     return false;
 }
 
+size_t lull_nursery_room(size_t need)
+{
+    size_t room = 0;
+    for (size_t i = nursery_g.frag_cur; i < nursery_g.nfrags; i++) {
+        size_t avail = nursery_g.frags[i].end - nursery_g.frags[i].start;
+        /* A fragment's last request may not fit its tail: count that lost. */
+        if (avail > need + TLAB_GAP)
+            room += avail - need - TLAB_GAP;
+    }
+    return room;
+}
+
 void lull_nursery_degrade(void)
 {
     nursery_g.degraded_left = lull_nursery_ceiling();

@@ -123,6 +123,10 @@ void lull_nursery_fini(void);
 /* A TLAB of at least `need` bytes for thread t, replacing its current one.
  * false: the nursery has no fragment that large. */
 bool lull_nursery_refill(struct lull_thread *t, size_t need);
+/* The bytes TLAB refills can still hand out before the next minor, each
+ * fragment counted less `need` (a request that does not fit its tail;
+ * gc lock held). TLABs already handed out are not counted. */
+size_t lull_nursery_room(size_t need);
 /* Degraded mode (alloc.c): a refill failed right after the minor a full
  * nursery asked for, so what is in the nursery is pinned. The next
  * nursery-size bytes of small objects go to the major heap without a minor

@@ -92,6 +92,10 @@ static struct {
     size_t last_found;          /* ... and what the last one found */
     size_t prev_found;          /* ... and the one before it */
     uint64_t deferred_young;    /* bytes of young large objects the initial pause left to the job */
+    /* lull_mark_step: the job runs on the calling thread (gc lock held,
+     * the background job stopped) until this time (lull_now_ns); 0: the
+     * job runs on the workers. Written by the stepping thread only. */
+    uint64_t step_deadline;
     uint32_t pass_block;        /* the running pass: the next block it looks at */
     size_t pass_found;          /* ... and the dirty cards it found so far */
     bool pass_running;          /* ... (false: the next pass begins at block 0) */
@@ -766,6 +770,15 @@ static void final_roots_begin(void)
 #define THROTTLE_CARDS  1024u   /* cards rescanned per hold of the gc lock then */
 #define THROTTLE_EVERY  4u      /* dirty blocks between looks at the runway */
 
+/* The job is asked to stop: a pause (or fork, shutdown) stops the
+ * workers' run; a step's run ends at its deadline. */
+static bool job_stopping(void)
+{
+    if (mark_g.step_deadline)
+        return lull_now_ns() >= mark_g.step_deadline;
+    return lull_workers_background_stopping();
+}
+
 /* Throttling: take the gc lock, trying (false: asked to stop meanwhile). */
 static bool throttle_lock(void)
 {
@@ -781,7 +794,7 @@ static bool preclean_step(lull_tracer *tr)
     lull_card_pipe p = { .n = 0 };
     bool stopped = false, held = false;
     for (; bi < frontier; bi++) {
-        if (++polled % PRECLEAN_POLL == 0 && lull_workers_background_stopping()) {
+        if (++polled % PRECLEAN_POLL == 0 && job_stopping()) {
             stopped = true;
             break;
         }
@@ -790,7 +803,8 @@ static bool preclean_step(lull_tracer *tr)
         uint8_t *uc = u + (size_t)bi * LULL_CARDS_PER_BLOCK;
         if (lull_cards_clean(uc, true))
             continue;
-        if (!held && dirty_blocks++ % THROTTLE_EVERY == 0 && lull_meter_runway_used() >= THROTTLE_FROM) {
+        if (!held && !mark_g.step_deadline && dirty_blocks++ % THROTTLE_EVERY == 0 &&
+            lull_meter_runway_used() >= THROTTLE_FROM) {
             lull_card_pipe_flush(&p, &preclean_scanner, tr, NULL);   /* what was claimed before the lock is rescanned before it */
             if (!throttle_lock()) {
                 stopped = true;
@@ -811,7 +825,7 @@ static bool preclean_step(lull_tracer *tr)
             since_offer = 0;
             offer_work();           /* full sections of what the rescans greyed */
         }
-        if (lull_workers_background_stopping()) {
+        if (job_stopping()) {
             bi++;
             stopped = true;
             break;
@@ -897,7 +911,7 @@ static bool drain_background(lull_tracer *tr)
                 scan_object(tr, e);
         }
         if (sliced || ++n % POLL_EVERY == 0) {
-            if (lull_workers_background_stopping()) {
+            if (job_stopping()) {
                 ring_return(tr, &r);
                 go = false;
                 break;
@@ -917,7 +931,7 @@ static bool drain_background(lull_tracer *tr)
     uint64_t k = tr->scanned - before;
     atomic_fetch_add(&mark_g.scanned, tr->scanned - published);
     atomic_fetch_add_explicit(&mark_g.bg_scanned[tr->id], k, memory_order_relaxed);
-    return go && !lull_workers_background_stopping();
+    return go && !job_stopping();
 }
 
 /* The background job runs on every worker thread at once (the workers of
@@ -968,7 +982,7 @@ static int bg_wait(bool leader)
         uint64_t seen = lull_workers_background_kicks();
         atomic_store_explicit(&mark_g.bg_kicked, false, memory_order_relaxed);
         pthread_mutex_lock(&mark_g.bg_lock);
-        if (lull_workers_background_stopping() || atomic_load(&mark_g.bg_done)) {
+        if (job_stopping() || atomic_load(&mark_g.bg_done)) {
             r = BG_EXIT;
         } else if (lull_trace_shared_nonempty()) {
             r = BG_WORK;
@@ -1045,7 +1059,8 @@ static void bump_progress(void)
 void lull_mark_wait_progress(uint64_t max_ns, double want)
 {
     unsigned seen = atomic_load_explicit(&mark_g.progress_seq, memory_order_seq_cst);
-    if (!lull_marking() || atomic_load(&mark_g.bg_done) || !lull_workers_can_background())
+    if (!lull_marking() || atomic_load(&mark_g.bg_done) || !lull_workers_can_background() ||
+        !lull_cfg.background_mark)
         return;
     if (want >= 0 && mark_g.work_estimate) {
         uint64_t goal = (uint64_t)(want * (double)mark_g.work_estimate);
@@ -1168,7 +1183,8 @@ static void background_lead(lull_tracer *tr)
             bump_progress();
             lull_workers_background_kick();     /* the helpers leave */
             LULL_PROBE1(concurrent_mark_done, mark_g.cycle);
-            preclean_tail(tr);
+            if (!mark_g.step_deadline)
+                preclean_tail(tr);      /* a step returns: the final pause is due */
             return;
         }
         if (!preclean_pass(tr))
@@ -1197,7 +1213,7 @@ static void background_job(lull_tracer *tr, void *arg)
     pthread_mutex_lock(&mark_g.bg_lock);
     mark_g.bg_inside++;
     bool tail = atomic_load(&mark_g.bg_done);   /* the leader alone: preclean_tail */
-    bool busy = !leader, go = !lull_workers_background_stopping() && (leader || !tail);
+    bool busy = !leader, go = !job_stopping() && (leader || !tail);
     if (busy)
         mark_g.bg_busy++;
     if (go) {
@@ -1272,7 +1288,7 @@ bool lull_mark_resume_background(void)
 {
     if (!lull_marking())
         return false;
-    if (lull_workers_can_background()) {
+    if (lull_workers_can_background() && lull_cfg.background_mark) {
         /* Once the mark is done, worker 0 alone (preclean_tail); bg_width
          * stays what the mark ran on (lull_mark_background_work). */
         bool done = atomic_load(&mark_g.bg_done);
@@ -1285,7 +1301,7 @@ bool lull_mark_resume_background(void)
 
 bool lull_mark_ready(void)
 {
-    return !lull_workers_can_background() || atomic_load(&mark_g.bg_done);
+    return (!lull_workers_can_background() && lull_cfg.background_mark) || atomic_load(&mark_g.bg_done);
 }
 
 bool lull_mark_background_done(void)
@@ -1586,4 +1602,30 @@ static void verify_concurrent(lull_tracer *tr)
                    (void *)obj, path);
     }
     memcpy(bits, mark_g.shadow_parallel, n * sizeof(uint64_t));
+}
+
+/* The background job's work on the calling thread (mark.h). The lead's
+ * loop as the job runs it, alone (no sharing), with job_stopping reading
+ * the deadline; what it leaves grey goes back to `held`. */
+unsigned lull_mark_step(uint64_t deadline)
+{
+    if (!lull_marking() || atomic_load(&mark_g.bg_done))
+        return 0;
+    uint64_t precleaned = atomic_load(&mark_g.precleaned), passes = mark_g.passes;
+    lull_tracer tr = { .id = 0 };
+    uint64_t t0 = lull_now_ns();
+    mark_g.step_deadline = deadline > t0 ? deadline : t0 + 1;
+    lull_tracer_adopt(&tr, mark_g.held);
+    mark_g.held = NULL;
+    tr.share = false;
+    background_lead(&tr);
+    hold_chain(lull_tracer_take(&tr));
+    hold_chain(lull_trace_take_shared());
+    lull_tracer_release(&tr);
+    mark_g.step_deadline = 0;
+    unsigned did = LULL_MARK_STEP_MARKED;
+    if (mark_g.passes != passes || atomic_load(&mark_g.precleaned) != precleaned || mark_g.pass_running)
+        did |= LULL_MARK_STEP_PRECLEANED;
+    LULL_TL(LULL_TL_CONCURRENT_MARK, t0, lull_now_ns() - t0, mark_g.cycle, tr.scanned, 0, NULL);
+    return did;
 }

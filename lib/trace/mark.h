@@ -147,6 +147,14 @@ bool lull_mark_background_done(void);
  * (lull_now_ns), 0 before: the policy's mark rate counts to there, not to
  * the final pause, which may wait for an idle call (policy.c). */
 uint64_t lull_mark_background_done_ns(void);
+/* lull_collect_step (gc lock held, the background job stopped, world
+ * running): the running mark's background work on the calling thread
+ * until it is done (lull_mark_ready then) or lull_now_ns() passes
+ * `deadline` (checked every POLL_EVERY objects, large-object slice or
+ * few preclean blocks). Returns LULL_MARK_STEP_* bits; 0: no mark runs or
+ * its work is done. */
+enum { LULL_MARK_STEP_MARKED = 1, LULL_MARK_STEP_PRECLEANED = 2 };
+unsigned lull_mark_step(uint64_t deadline);
 /* Concurrent marks begun so far. */
 uint64_t lull_mark_cycle(void);
 /* The final pause's mark (world stopped, tr empty, no minor before it):
