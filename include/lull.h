@@ -513,6 +513,19 @@ int lull_set_heap_growth(unsigned percent);
 #define LULL_MEMORY_LIMIT_MIN ((size_t)4 << 20)
 int lull_set_memory_limit(size_t bytes);
 
+/* Return every byte of free heap memory to the OS now (a trim a server
+ * calls after a burst): the empty blocks kept for reuse (the promotion
+ * reserve among them, which the background job refills later) and every
+ * free run, however recently freed. Otherwise free memory stays resident
+ * for reuse and goes back only release-delay after it became free
+ * (LULL_GC_PARAMS release-delay=TIME, default 1s; sooner near the soft
+ * memory limit), from lull's background memory thread, never in a pause or
+ * on a program thread. Returns 0 once the memory is back (counted in
+ * lull_stats.bytes_released), or -EPERM before lull_init. Any thread,
+ * attached or not; never collects; takes the gc lock briefly (it may wait
+ * for a running pause) and not across the madvise calls. */
+int lull_release_memory(void);
+
 /* ------------------------------------------------------------------------ */
 /* Statistics                                                               */
 /* ------------------------------------------------------------------------ */
@@ -586,6 +599,13 @@ typedef struct lull_stats {
      * got far past its allowance while they ran (when synchronous majors
      * are allowed; also counted in collections_major_sync). */
     uint64_t mark_finishes_sync;
+    /* Memory kept warm (lull_release_memory): bytes the heap gave back to
+     * the OS since lull_init and the madvise calls that did it; free
+     * memory now kept resident for reuse, not counted in heap_bytes, that
+     * goes back after release-delay. */
+    uint64_t bytes_released;
+    uint64_t release_calls;
+    uint64_t free_resident_bytes;
 } lull_stats;
 
 /* Fill *stats. Before lull_init every field is 0. */

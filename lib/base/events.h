@@ -92,6 +92,8 @@ typedef struct lull_pause_record {
     uint64_t heap_goal;           /* the heap goal in force at the end (gc/pacer.h) */
     uint64_t memory_limit;        /* the soft memory limit (0: none) */
     uint64_t heap_after;          /* bytes held once the released memory went back (the log) */
+    uint64_t free_resident;       /* free memory kept resident for reuse (space/blocks.c) */
+    uint64_t released, release_calls;   /* given back to the OS since lull_init, and madvise calls */
 } lull_pause_record;
 
 typedef void (*lull_pause_listener)(const lull_pause_record *r, void *data);

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "gc/background.h"
 #include "gc/collect.h"
 #include "gc/policy.h"
 #include "trace/mark.h"
@@ -157,6 +158,7 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
             lull_major_sweep_all();     /* blocks it empties can go back for a large object */
             lull_major_release_empty(0);
             lull_space_release_pending();
+            lull_memory_kick();
         }
         if (bytes <= LULL_MAX_SMALL) {
             unsigned cls = lull_size_class(bytes);

@@ -7,8 +7,14 @@
  * (tests/prefault.c, sweeping). Then it takes the gc lock for a few blocks
  * at a time, never waiting for it (lull_gc_lock_background: the thread
  * that holds it may be stopping this job) and sleeping 50 us between
- * tries; once nothing is pending it gives long-empty blocks back to the OS
- * (madvise outside any pause), then prepares blocks again. */
+ * tries; once nothing is pending it gives long-empty blocks back to the
+ * block space (the memory thread below returns them to the OS after the
+ * decay), then prepares blocks again. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
 #include "gc/background.h"
 #include "gc/pacer.h"
 
@@ -38,6 +44,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
              * promotion reserve goes back after one collection, not two. */
             lull_major_release_empty(lull_pacer_near_limit(lull_heap_bytes_held()) ? 1 : LULL_EMPTY_BLOCK_MAX_AGE);
             lull_space_release_pending();
+            lull_memory_kick();
         }
         lull_gc_unlock();
         if (!more) {
@@ -54,4 +61,145 @@ void lull_major_resume_sweep(void)
     if ((lull_major_sweep_pending() || lull_major_short_of_blocks()) && lull_cfg.concurrent_sweep &&
         lull_workers_can_background())
         lull_workers_start_background(sweep_job, NULL, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The memory thread                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* lull-memory gives dirty free memory (blocks.c) back to the OS once it
+ * has stayed free release-delay, in batches (every run due, and no sooner
+ * than a sixteenth of the delay after its last batch), without the gc lock
+ * across the madvise; near the soft memory limit, at once. It is started
+ * at the first kick and sleeps on a condition variable between batches:
+ * untimed while no memory is free, else until the oldest free run is due.
+ * It never attaches, never touches objects, and no pause waits for it
+ * (it waits for the gc lock like any thread). mem_g's fields are under
+ * mem_g.lock but `started` (gc lock) and `idle` (atomic: a kicker's
+ * unlocked look at whether the thread needs waking). */
+#define RELEASE_BATCH_BLOCKS 4096u   /* 64 MiB taken off the lists at once */
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool started, stop, urgent;
+    atomic_bool idle;
+} mem_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t release_delay(void)
+{
+    return lull_cfg.release_delay_ns;
+}
+
+static void wait_until(uint64_t when_ns)
+{
+    struct timespec ts = { .tv_sec = (time_t)(when_ns / 1000000000u), .tv_nsec = (long)(when_ns % 1000000000u) };
+    pthread_cond_timedwait(&mem_g.wake, &mem_g.lock, &ts);
+}
+
+static void *memory_main(void *arg)
+{
+    (void)arg;
+    uint64_t last = 0;
+    pthread_mutex_lock(&mem_g.lock);
+    while (!mem_g.stop) {
+        uint64_t oldest = lull_space_oldest_dirty_ns();
+        if (!oldest) {
+            /* Idle, then look again: a kicker stores its free run before
+             * it reads idle (both sequentially consistent). */
+            atomic_store(&mem_g.idle, true);
+            if (!lull_space_oldest_dirty_ns() && !mem_g.stop)
+                pthread_cond_wait(&mem_g.wake, &mem_g.lock);
+            atomic_store(&mem_g.idle, false);
+            continue;
+        }
+        uint64_t delay = mem_g.urgent ? 0 : release_delay(), now = lull_now_ns();
+        uint64_t due = oldest + delay, gap = last + delay / 16;
+        if (due < gap)
+            due = gap;
+        if (due > now) {
+            wait_until(due);
+            continue;
+        }
+        mem_g.urgent = false;
+        pthread_mutex_unlock(&mem_g.lock);
+        uint64_t n = lull_space_release_dirty(now - delay, RELEASE_BATCH_BLOCKS);
+        pthread_mutex_lock(&mem_g.lock);
+        if (n < RELEASE_BATCH_BLOCKS)
+            last = now;
+    }
+    pthread_mutex_unlock(&mem_g.lock);
+    return NULL;
+}
+
+static bool memory_start(void)
+{
+    if (mem_g.started)
+        return true;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int r = pthread_cond_init(&mem_g.wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (r != 0)
+        return false;
+    mem_g.stop = mem_g.urgent = false;
+    atomic_store(&mem_g.idle, false);
+    if (pthread_create(&mem_g.thread, NULL, memory_main, NULL) != 0) {
+        pthread_cond_destroy(&mem_g.wake);
+        lull_warn("lull", "cannot start the memory thread: free memory stays resident until lull_release_memory");
+        return false;
+    }
+    pthread_setname_np(mem_g.thread, "lull-memory");
+    mem_g.started = true;
+    return true;
+}
+
+void lull_memory_kick(void)
+{
+    if (!lull_space_oldest_dirty_ns() || !memory_start())
+        return;
+    /* Near the soft limit the memory goes back now, whatever the delay. */
+    bool urgent = lull_pacer_near_limit(lull_heap_bytes_held() + lull_space_dirty_bytes());
+    if (urgent || release_delay() == 0 || atomic_load(&mem_g.idle)) {
+        pthread_mutex_lock(&mem_g.lock);
+        mem_g.urgent |= urgent;
+        pthread_cond_signal(&mem_g.wake);
+        pthread_mutex_unlock(&mem_g.lock);
+    }
+}
+
+void lull_memory_stop(void)
+{
+    if (!mem_g.started)
+        return;
+    pthread_mutex_lock(&mem_g.lock);
+    mem_g.stop = true;
+    pthread_cond_signal(&mem_g.wake);
+    pthread_mutex_unlock(&mem_g.lock);
+    pthread_join(mem_g.thread, NULL);
+    pthread_cond_destroy(&mem_g.wake);
+    mem_g.started = false;
+}
+
+void lull_memory_after_fork_child(void)
+{
+    /* The thread does not exist here, and may have held its lock. */
+    mem_g.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    mem_g.started = false;
+    lull_space_after_fork_child();
+}
+
+int lull_release_memory(void)
+{
+    if (!lull_is_initialised())
+        return -EPERM;
+    lull_gc_lock();
+    lull_major_release_empty(0);
+    lull_space_release_pending();
+    lull_gc_unlock();
+    while (lull_space_release_dirty(UINT64_MAX, RELEASE_BATCH_BLOCKS))
+        ;
+    return 0;
 }

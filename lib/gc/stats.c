@@ -204,5 +204,7 @@ void lull_get_stats(lull_stats *s)
         s->memory_limit_bytes = lull_pacer_memory_limit();
         lull_mark_paced(&s->paced_waits, &s->paced_wait_ns);
         s->mark_finishes_sync = lull_policy_sync_finishes();
+        lull_space_release_counts(&s->bytes_released, &s->release_calls);
+        s->free_resident_bytes = lull_space_dirty_bytes();
     }
 }
