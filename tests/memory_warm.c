@@ -22,6 +22,13 @@
  *          jumps by the dead objects, free_resident_bytes falls to 0, the
  *          RSS falls; before lull_init and after lull_shutdown it is -EPERM.
  *  options bad release-delay values are refused with -EINVAL.
+ *  ahead   (release-delay=10s) a program keeps allocating 128 KiB large
+ *          objects and keeping them, 4 ms apart: fresh memory each time.
+ *          The background thread touches memory ahead of it, so filling
+ *          a new object takes under a quarter of a fault per page (median
+ *          of the last 150 of 200 rounds, and bytes_touched_ahead rose);
+ *          without it, one fault a page. Skipped (77) under
+ *          ThreadSanitizer.
  */
 #include "check.h"
 
@@ -180,6 +187,44 @@ static int test_decay(uint64_t delay_ns)
     return 0;
 }
 
+#define AHEAD_ROUNDS 200
+#define AHEAD_BYTES ((size_t)128 * 1024)
+static struct refs *volatile kept;   /* a precise root */
+
+static int test_ahead(void)
+{
+#ifdef UNDER_TSAN
+    puts("memory_warm ahead: skipped under ThreadSanitizer (its shadow memory faults)");
+    return 77;
+#endif
+    start("release-delay=10s,mark-workers=1");
+    CHECK(lull_root_add_refs((void **)&kept, 1) == 0, "lull_root_add_refs");
+    kept = lull_alloc_array(&refs_type, AHEAD_ROUNDS);
+    CHECK(kept, "lull_alloc_array");
+    long faults[AHEAD_ROUNDS];
+    for (int r = 0; r < AHEAD_ROUNDS; r++) {
+        sleep_ms(4);
+        long f0 = thread_faults();
+        struct bytes *b = lull_alloc_array(&bytes_type, AHEAD_BYTES);
+        CHECK(b != NULL, "allocation failed");
+        bytes_fill(b, (uint64_t)r);
+        faults[r] = thread_faults() - f0;
+        lull_store(kept, &kept->item[r], b);
+    }
+    lull_stats s = get_stats();
+    long pages = (long)(AHEAD_BYTES / 4096);
+    qsort(faults + 50, AHEAD_ROUNDS - 50, sizeof faults[0], cmp_long);
+    long median = faults[50 + (AHEAD_ROUNDS - 50) / 2];
+    printf("memory_warm ahead: median %ld faults for %ld pages, %" PRIu64 " KiB touched ahead for %zu KiB allocated, %" PRIu64 " KiB free resident, %" PRIu64 " minors\n",
+           median, pages, s.bytes_touched_ahead >> 10, (size_t)AHEAD_ROUNDS * AHEAD_BYTES >> 10, s.free_resident_bytes >> 10, s.collections_minor);
+    for (int r = 0; r < AHEAD_ROUNDS; r++)
+        bytes_verify((struct bytes *)kept->item[r], (uint64_t)r, AHEAD_BYTES, "kept large object");
+    CHECK(median < pages / 4, "a new large object took %ld faults for %ld pages (median)", median, pages);
+    CHECK(s.bytes_touched_ahead > 0, "bytes_touched_ahead = 0");
+    lull_shutdown();
+    return 0;
+}
+
 static int trim_result;
 static void *trim_thread(void *arg)
 {
@@ -250,6 +295,8 @@ int main(int argc, char **argv)
         return test_trim();
     if (!strcmp(mode, "options"))
         return test_options();
-    fprintf(stderr, "usage: test_memory_warm reuse|decay|zero|trim|options\n");
+    if (!strcmp(mode, "ahead"))
+        return test_ahead();
+    fprintf(stderr, "usage: test_memory_warm reuse|decay|zero|trim|options|ahead\n");
     return 2;
 }

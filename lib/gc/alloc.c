@@ -185,6 +185,7 @@ static void *alloc_slow(lull_thread *t, const lull_type *type, size_t bytes, siz
         t->last_alloc = (uintptr_t)p;
         lull_thread_count_alloc(t, bytes);
     }
+    lull_memory_kick();   /* blocks it took cold: the memory thread touches the next ones ahead */
     lull_gc_unlock();
     return p ? (void *)p : fail_enomem();
 }

@@ -67,17 +67,33 @@ void lull_major_resume_sweep(void)
 /* The memory thread                                                        */
 /* ------------------------------------------------------------------------ */
 
-/* lull-memory gives dirty free memory (blocks.c) back to the OS once it
+/* lull-memory keeps free memory warm and gives back what stays unused.
+ *
+ * Touch-ahead: when blocks were handed out cold (clean runs or the
+ * frontier: the taker pays their page faults, blocks.c), it raises its
+ * warm target to twice what was taken cold since it last looked, on top
+ * of the free memory there was (at most 64 MiB, a quarter of the heap and
+ * of its headroom) and populates free memory until the
+ * dirty free runs hold the target, so the next large objects and blocks
+ * (a pause's promotion, an allocation's slow path) are resident. The
+ * target falls to 0 after release-delay without a cold block, and is 0
+ * near the soft memory limit.
+ *
+ * Decay: dirty free memory beyond the target goes back to the OS once it
  * has stayed free release-delay, in batches (every run due, and no sooner
- * than a sixteenth of the delay after its last batch), without the gc lock
- * across the madvise; near the soft memory limit, at once. It is started
- * at the first kick and sleeps on a condition variable between batches:
- * untimed while no memory is free, else until the oldest free run is due.
- * It never attaches, never touches objects, and no pause waits for it
- * (it waits for the gc lock like any thread). mem_g's fields are under
- * mem_g.lock but `started` (gc lock) and `idle` (atomic: a kicker's
- * unlocked look at whether the thread needs waking). */
+ * than a sixteenth of the delay after the last batch); near the soft
+ * memory limit, at once. Both without the gc lock across madvise.
+ *
+ * It is started at the first kick and sleeps on a condition variable:
+ * untimed when nothing is free or wanted, else until the next run is due
+ * or the target lapses. It never attaches, never touches objects, and no
+ * pause waits for it (it waits for the gc lock like any thread). mem_g's
+ * fields are under mem_g.lock but `started` (gc lock) and the atomics
+ * (`idle`, `cold_seen`: a kicker's unlocked look at whether the thread
+ * needs waking). */
 #define RELEASE_BATCH_BLOCKS 4096u   /* 64 MiB taken off the lists at once */
+#define WARM_BATCH_BLOCKS 256u       /* 4 MiB populated between looks */
+#define WARM_MAX ((uint64_t)64 << 20)
 
 static struct {
     pthread_mutex_t lock;
@@ -85,6 +101,10 @@ static struct {
     pthread_t thread;
     bool started, stop, urgent;
     atomic_bool idle;
+    _Atomic uint64_t cold_seen;   /* lull_space_cold_blocks() when the thread last looked */
+    uint64_t warm_target;         /* bytes of dirty free memory to keep */
+    _Atomic uint64_t warm_low;    /* half of it: a kicker wakes the thread below this */
+    uint64_t last_cold_ns;        /* when it last saw blocks handed out cold */
 } mem_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t release_delay(void)
@@ -98,23 +118,74 @@ static void wait_until(uint64_t when_ns)
     pthread_cond_timedwait(&mem_g.wake, &mem_g.lock, &ts);
 }
 
+static bool near_limit(void)
+{
+    return lull_pacer_near_limit(lull_heap_bytes_held() + lull_space_dirty_bytes());
+}
+
+/* The warm target from what was handed out cold since the last look. */
+static void update_target(uint64_t now)
+{
+    uint64_t cold = lull_space_cold_blocks(), seen = atomic_load(&mem_g.cold_seen);
+    if (cold != seen) {
+        /* Taken cold while free memory was there: it was in pieces too
+         * small, so the target is on top of it. */
+        uint64_t want = lull_space_dirty_bytes() + ((cold - seen) << (LULL_BLOCK_SHIFT + 1));
+        uint64_t cap = lull_heap_bytes_held() / 4;
+        if (cap > lull_space_headroom_bytes() / 4)
+            cap = lull_space_headroom_bytes() / 4;
+        if (want > mem_g.warm_target)
+            mem_g.warm_target = want;
+        if (mem_g.warm_target > (cap < WARM_MAX ? cap : WARM_MAX))
+            mem_g.warm_target = cap < WARM_MAX ? cap : WARM_MAX;
+        mem_g.last_cold_ns = now;
+        atomic_store(&mem_g.cold_seen, cold);
+    } else if (now - mem_g.last_cold_ns >= release_delay()) {
+        mem_g.warm_target = 0;
+    }
+    if (mem_g.urgent || near_limit())
+        mem_g.warm_target = 0;
+    atomic_store(&mem_g.warm_low, mem_g.warm_target / 2);
+}
+
+/* Nothing to warm or release: sleep until the target lapses, or untimed
+ * (idle) when there is neither a target nor free memory. */
+static void memory_sleep(void)
+{
+    if (mem_g.warm_target) {
+        wait_until(mem_g.last_cold_ns + release_delay());
+        return;
+    }
+    /* Idle, then look again: a kicker stores its free run or cold block
+     * before it reads idle (both sequentially consistent). */
+    atomic_store(&mem_g.idle, true);
+    if (!lull_space_oldest_dirty_ns() && lull_space_cold_blocks() == atomic_load(&mem_g.cold_seen) && !mem_g.stop)
+        pthread_cond_wait(&mem_g.wake, &mem_g.lock);
+    atomic_store(&mem_g.idle, false);
+}
+
 static void *memory_main(void *arg)
 {
     (void)arg;
     uint64_t last = 0;
     pthread_mutex_lock(&mem_g.lock);
     while (!mem_g.stop) {
+        uint64_t now = lull_now_ns();
+        update_target(now);
+        uint64_t target = mem_g.warm_target;
+        if (target > lull_space_dirty_bytes()) {
+            pthread_mutex_unlock(&mem_g.lock);
+            uint64_t warmed = lull_space_warm(target, WARM_BATCH_BLOCKS);
+            pthread_mutex_lock(&mem_g.lock);
+            if (warmed)
+                continue;
+        }
         uint64_t oldest = lull_space_oldest_dirty_ns();
-        if (!oldest) {
-            /* Idle, then look again: a kicker stores its free run before
-             * it reads idle (both sequentially consistent). */
-            atomic_store(&mem_g.idle, true);
-            if (!lull_space_oldest_dirty_ns() && !mem_g.stop)
-                pthread_cond_wait(&mem_g.wake, &mem_g.lock);
-            atomic_store(&mem_g.idle, false);
+        if (!oldest || lull_space_dirty_bytes() <= target) {
+            memory_sleep();
             continue;
         }
-        uint64_t delay = mem_g.urgent ? 0 : release_delay(), now = lull_now_ns();
+        uint64_t delay = mem_g.urgent ? 0 : release_delay();
         uint64_t due = oldest + delay, gap = last + delay / 16;
         if (due < gap)
             due = gap;
@@ -124,7 +195,7 @@ static void *memory_main(void *arg)
         }
         mem_g.urgent = false;
         pthread_mutex_unlock(&mem_g.lock);
-        uint64_t n = lull_space_release_dirty(now - delay, RELEASE_BATCH_BLOCKS);
+        uint64_t n = lull_space_release_dirty(now - delay, RELEASE_BATCH_BLOCKS, target);
         pthread_mutex_lock(&mem_g.lock);
         if (n < RELEASE_BATCH_BLOCKS)
             last = now;
@@ -145,7 +216,10 @@ static bool memory_start(void)
     if (r != 0)
         return false;
     mem_g.stop = mem_g.urgent = false;
+    mem_g.warm_target = 0;
+    atomic_store(&mem_g.warm_low, 0);
     atomic_store(&mem_g.idle, false);
+    atomic_store(&mem_g.cold_seen, lull_space_cold_blocks());
     if (pthread_create(&mem_g.thread, NULL, memory_main, NULL) != 0) {
         pthread_cond_destroy(&mem_g.wake);
         lull_warn("lull", "cannot start the memory thread: free memory stays resident until lull_release_memory");
@@ -158,11 +232,13 @@ static bool memory_start(void)
 
 void lull_memory_kick(void)
 {
-    if (!lull_space_oldest_dirty_ns() || !memory_start())
+    bool cold = lull_space_cold_blocks() != atomic_load(&mem_g.cold_seen) ||
+                lull_space_dirty_bytes() < atomic_load_explicit(&mem_g.warm_low, memory_order_relaxed);
+    if ((!cold && !lull_space_oldest_dirty_ns()) || !memory_start())
         return;
     /* Near the soft limit the memory goes back now, whatever the delay. */
-    bool urgent = lull_pacer_near_limit(lull_heap_bytes_held() + lull_space_dirty_bytes());
-    if (urgent || release_delay() == 0 || atomic_load(&mem_g.idle)) {
+    bool urgent = near_limit();
+    if (urgent || cold || release_delay() == 0 || atomic_load(&mem_g.idle)) {
         pthread_mutex_lock(&mem_g.lock);
         mem_g.urgent |= urgent;
         pthread_cond_signal(&mem_g.wake);
@@ -199,7 +275,7 @@ int lull_release_memory(void)
     lull_major_release_empty(0);
     lull_space_release_pending();
     lull_gc_unlock();
-    while (lull_space_release_dirty(UINT64_MAX, RELEASE_BATCH_BLOCKS))
+    while (lull_space_release_dirty(UINT64_MAX, RELEASE_BATCH_BLOCKS, 0))
         ;
     return 0;
 }

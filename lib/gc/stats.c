@@ -206,5 +206,6 @@ void lull_get_stats(lull_stats *s)
         s->mark_finishes_sync = lull_policy_sync_finishes();
         lull_space_release_counts(&s->bytes_released, &s->release_calls);
         s->free_resident_bytes = lull_space_dirty_bytes();
+        s->bytes_touched_ahead = lull_space_warmed_bytes();
     }
 }

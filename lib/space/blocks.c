@@ -51,6 +51,8 @@ static struct {
     _Atomic uint32_t dirty;        /* blocks in dirty free runs */
     _Atomic uint64_t oldest_dirty_ns;
     _Atomic uint64_t released_bytes, release_calls;
+    _Atomic uint64_t cold_blocks;  /* handed out from clean runs or the frontier */
+    _Atomic uint64_t warmed_bytes; /* touched ahead by lull_space_warm */
     uint32_t committed;            /* blocks mprotect'ed RW */
     size_t   limit_blocks;         /* 0: no limit */
 } space_g;
@@ -69,6 +71,8 @@ static void space_reset(void)
     atomic_store(&space_g.oldest_dirty_ns, 0);
     atomic_store(&space_g.released_bytes, 0);
     atomic_store(&space_g.release_calls, 0);
+    atomic_store(&space_g.cold_blocks, 0);
+    atomic_store(&space_g.warmed_bytes, 0);
     space_g.committed = 0;
 }
 
@@ -318,6 +322,8 @@ uint32_t lull_space_alloc_any(uint32_t n, bool *dirty)
     }
     if (idx == LULL_NO_BLOCK && (idx = grow(n)) == LULL_NO_BLOCK)
         return LULL_NO_BLOCK;
+    if (!warm)
+        atomic_fetch_add_explicit(&space_g.cold_blocks, n, memory_order_relaxed);
     space_g.in_use += n;
     if (dirty)
         *dirty = warm;
@@ -385,12 +391,13 @@ static void inflight_remove(uint32_t r)
 /* Take dirty runs freed at or before `before_ns` off the lists (gc lock
  * held) onto the in-flight list, RELEASING; returns the caller's chain
  * (linked by age_next) and the blocks in *nblocks. */
-static uint32_t take_due(uint64_t before_ns, uint32_t max_blocks, uint64_t *nblocks)
+static uint32_t take_due(uint64_t before_ns, uint32_t max_blocks, size_t keep_bytes, uint64_t *nblocks)
 {
     uint32_t mine = LULL_NO_BLOCK;
     *nblocks = 0;
     while (space_g.age_head != LULL_NO_BLOCK && B(space_g.age_head)->freed_ns <= before_ns &&
-           (!max_blocks || *nblocks < max_blocks)) {
+           (!max_blocks || *nblocks < max_blocks) &&
+           lull_space_dirty_bytes() >= keep_bytes + ((size_t)B(space_g.age_head)->run_len << LULL_BLOCK_SHIFT)) {
         uint32_t r = space_g.age_head, n = B(r)->run_len;
         unlink_run(r);
         for (uint32_t k = 0; k < n; k++)
@@ -405,11 +412,11 @@ static uint32_t take_due(uint64_t before_ns, uint32_t max_blocks, uint64_t *nblo
     return mine;
 }
 
-uint64_t lull_space_release_dirty(uint64_t before_ns, uint32_t max_blocks)
+uint64_t lull_space_release_dirty(uint64_t before_ns, uint32_t max_blocks, size_t keep_bytes)
 {
     uint64_t nblocks;
     lull_gc_lock();
-    uint32_t mine = take_due(before_ns, max_blocks, &nblocks);
+    uint32_t mine = take_due(before_ns, max_blocks, keep_bytes, &nblocks);
     lull_gc_unlock();
     if (mine == LULL_NO_BLOCK)
         return 0;
@@ -429,6 +436,73 @@ uint64_t lull_space_release_dirty(uint64_t before_ns, uint32_t max_blocks)
     atomic_fetch_add(&space_g.released_bytes, nblocks << LULL_BLOCK_SHIFT);
     atomic_fetch_add(&space_g.release_calls, calls);
     return nblocks;
+}
+
+/* Take up to `want` cold blocks (a clean run's end, else the frontier)
+ * onto the in-flight list for warming, chained by age_next; 0 when the
+ * heap cannot grow. gc lock held. */
+static uint32_t take_cold(uint32_t want, uint32_t *mine)
+{
+    uint32_t r = find_fit(0, want), idx;
+    if (r == LULL_NO_BLOCK && space_g.nonempty[0]) {
+        /* No clean run that long: the longest there is, whole. */
+        r = space_g.bins[0][63 - __builtin_clzll(space_g.nonempty[0])];
+        want = B(r)->run_len;
+    }
+    if (r != LULL_NO_BLOCK)
+        idx = take_from(r, want);
+    else if ((idx = grow(want)) == LULL_NO_BLOCK)
+        return 0;
+    for (uint32_t k = 0; k < want; k++)
+        lull_block_set_state(B(idx + k), LULL_BLOCK_RELEASING);
+    B(idx)->run_len = want;
+    inflight_push(idx);
+    B(idx)->age_next = *mine;
+    *mine = idx;
+    return want;
+}
+
+uint64_t lull_space_warm(size_t target_bytes, uint32_t max_blocks)
+{
+    uint32_t mine = LULL_NO_BLOCK;
+    uint64_t nblocks = 0;
+    lull_gc_lock();
+    size_t have = lull_space_dirty_bytes(), room = lull_space_headroom_bytes() / 4;
+    if (target_bytes > room)
+        target_bytes = room;
+    while (have + (nblocks << LULL_BLOCK_SHIFT) < target_bytes && nblocks < max_blocks) {
+        uint64_t need = (target_bytes - have - (nblocks << LULL_BLOCK_SHIFT) + LULL_BLOCK_SIZE - 1) >> LULL_BLOCK_SHIFT;
+        uint32_t got = take_cold((uint32_t)(need < 64 ? need : 64), &mine);
+        if (!got)
+            break;
+        nblocks += got;
+    }
+    lull_gc_unlock();
+    if (mine == LULL_NO_BLOCK)
+        return 0;
+    for (uint32_t r = mine; r != LULL_NO_BLOCK; r = B(r)->age_next)
+        lull_os_populate((void *)lull_block_addr(r), (size_t)B(r)->run_len << LULL_BLOCK_SHIFT);
+    lull_gc_lock();
+    for (uint32_t r = mine; r != LULL_NO_BLOCK;) {
+        uint32_t next = B(r)->age_next, n = B(r)->run_len;
+        inflight_remove(r);
+        free_run(r, n, true);
+        r = next;
+    }
+    age_publish();
+    lull_gc_unlock();
+    atomic_fetch_add(&space_g.warmed_bytes, nblocks << LULL_BLOCK_SHIFT);
+    return nblocks;
+}
+
+uint64_t lull_space_cold_blocks(void)
+{
+    return atomic_load_explicit(&space_g.cold_blocks, memory_order_relaxed);
+}
+
+uint64_t lull_space_warmed_bytes(void)
+{
+    return atomic_load_explicit(&space_g.warmed_bytes, memory_order_relaxed);
 }
 
 void lull_space_after_fork_child(void)

@@ -394,10 +394,21 @@ void     lull_space_free_deferred(uint32_t idx, uint32_t n);
 void     lull_space_release_pending(void);
 /* Give dirty free runs freed at or before `before_ns` (lull_now_ns) back
  * to the OS (madvise), oldest first, at most about max_blocks (0: no
- * limit). Takes the gc lock (the caller must not hold it) to take the runs
- * off the lists and to put them back as clean runs, never across the
- * madvise. Returns the blocks released. */
-uint64_t lull_space_release_dirty(uint64_t before_ns, uint32_t max_blocks);
+ * limit), keeping at least keep_bytes of the newest. Takes the gc lock
+ * (the caller must not hold it) to take the runs off the lists and to put
+ * them back as clean runs, never across the madvise. Returns the blocks
+ * released. */
+uint64_t lull_space_release_dirty(uint64_t before_ns, uint32_t max_blocks, size_t keep_bytes);
+/* Touch ahead: make clean free runs (or the frontier's next blocks) dirty,
+ * their pages populated, until the dirty free runs hold target_bytes (at
+ * most a quarter of the headroom) or max_blocks were warmed. The gc lock
+ * as lull_space_release_dirty (populating without it). Returns the blocks
+ * warmed. */
+uint64_t lull_space_warm(size_t target_bytes, uint32_t max_blocks);
+/* Blocks handed out cold (from clean runs or the frontier: the taker pays
+ * their page faults) since lull_space_init; bytes touched ahead. */
+uint64_t lull_space_cold_blocks(void);
+uint64_t lull_space_warmed_bytes(void);
 /* When the oldest dirty free run was freed (lull_now_ns), 0 when there is
  * none; blocks of dirty free runs now. Any thread, without the lock. */
 uint64_t lull_space_oldest_dirty_ns(void);
