@@ -608,10 +608,20 @@ typedef struct lull_stats {
     uint64_t free_resident_bytes;
     /* Free memory the background thread touched ahead since lull_init, so
      * that the large objects and blocks handed out next take no page fault
-     * (it follows what was handed out untouched; at most 64 MiB and a
-     * quarter of the heap are kept so). */
+     * (it follows what was handed out untouched; at most 32 MiB and an
+     * eighth of the heap are kept so). */
     uint64_t bytes_touched_ahead;
+    /* The longest a pause waited for the background job (the concurrent
+     * mark's or the sweep's) to stop before it stopped the world, and the
+     * pauses that waited more than LULL_JOB_STOP_SLOW_NS (0.1 ms); the
+     * most CPU time the job's threads took from the request to their
+     * return (the wait less what the scheduler added: how finely the job
+     * looks at its stop flag). */
+    uint64_t job_stop_wait_max_ns;
+    uint64_t job_stop_waits_slow;
+    uint64_t job_stop_cpu_max_ns;
 } lull_stats;
+#define LULL_JOB_STOP_SLOW_NS ((uint64_t)100000)
 
 /* Fill *stats. Before lull_init every field is 0. */
 void lull_get_stats(lull_stats *stats);

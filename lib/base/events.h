@@ -61,6 +61,7 @@ typedef struct lull_pause_record {
     uint64_t at[LULL_NSTEPS];
     uint64_t pause_ns;            /* t0 to the end: what lull_stats and the pause hook count */
     uint64_t stop_bg_ns;          /* stopping the background job */
+    uint64_t stop_bg_cpu_ns;      /* the CPU time its threads took to stop (trace/workers.h) */
     uint64_t sweep_rest_t, sweep_rest_ns;   /* the last cycle's sweep finished in the pause (0: none) */
     unsigned threads;             /* attached threads when the world stopped */
     /* The minor. */

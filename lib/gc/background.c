@@ -72,8 +72,8 @@ void lull_major_resume_sweep(void)
  * Touch-ahead: when blocks were handed out cold (clean runs or the
  * frontier: the taker pays their page faults, blocks.c), it raises its
  * warm target to twice what was taken cold since it last looked, on top
- * of the free memory there was (at most 64 MiB, a quarter of the heap and
- * of its headroom) and populates free memory until the
+ * of the free memory there was (at most 32 MiB, an eighth of the heap and
+ * a quarter of its headroom) and populates free memory until the
  * dirty free runs hold the target, so the next large objects and blocks
  * (a pause's promotion, an allocation's slow path) are resident. The
  * target falls to 0 after release-delay without a cold block, and is 0
@@ -93,7 +93,7 @@ void lull_major_resume_sweep(void)
  * needs waking). */
 #define RELEASE_BATCH_BLOCKS 4096u   /* 64 MiB taken off the lists at once */
 #define WARM_BATCH_BLOCKS 256u       /* 4 MiB populated between looks */
-#define WARM_MAX ((uint64_t)64 << 20)
+#define WARM_MAX ((uint64_t)32 << 20)
 
 static struct {
     pthread_mutex_t lock;
@@ -131,7 +131,7 @@ static void update_target(uint64_t now)
         /* Taken cold while free memory was there: it was in pieces too
          * small, so the target is on top of it. */
         uint64_t want = lull_space_dirty_bytes() + ((cold - seen) << (LULL_BLOCK_SHIFT + 1));
-        uint64_t cap = lull_heap_bytes_held() / 4;
+        uint64_t cap = lull_heap_bytes_held() / 8;
         if (cap > lull_space_headroom_bytes() / 4)
             cap = lull_space_headroom_bytes() / 4;
         if (want > mem_g.warm_target)

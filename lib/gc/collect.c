@@ -168,6 +168,7 @@ static void pause_begin(lull_pause_record *r, enum lull_pause_kind kind, const c
     r->collection = collect_g.ncollections + 1;
     lull_workers_stop_background();
     r->stop_bg_ns = lull_now_ns() - r->t0;
+    r->stop_bg_cpu_ns = lull_workers_last_stop_cpu_ns();
     lull_major_link_unlinked();     /* what the stopped job prepared and could not link (heap.h) */
     r->cycle = lull_mark_cycle() + (kind == LULL_PAUSE_INITIAL ? 1 : 0);
     if (kind == LULL_PAUSE_FINAL)

@@ -465,8 +465,11 @@ static bool prepare_batch(void)
         idx[n++] = i;
     }
     lull_gc_unlock();
-    for (unsigned k = 0; k < n; k++)
-        if (!warm[k])   /* a dirty block's pages are resident already */
+    /* A dirty block's pages are resident already. A stop request leaves
+     * the rest unpopulated (they are EMPTY all the same): a block's pages
+     * take some 10 us, the batch's would keep a pause waiting. */
+    for (unsigned k = 0; k < n && !lull_background_stop_requested(); k++)
+        if (!warm[k])
             lull_os_populate((void *)lull_block_addr(idx[k]), LULL_BLOCK_SIZE);
     if (!n)
         return false;
