@@ -8,9 +8,9 @@
  * run stays so) or clean (reads as zero: never touched, or given back to
  * the OS); the two kinds never merge. Each kind is binned by length
  * (exact bins up to 32 blocks, then one per power of two), and allocation
- * takes the best fit among the dirty runs first, then the clean ones, then
- * grows the frontier: memory that is already resident is reused before
- * any page is touched afresh. The dirty runs are also on the age list,
+ * takes the best fit among the dirty runs first, then the lowest clean run
+ * that fits, then grows the frontier: memory that is already resident is
+ * reused before any page is touched afresh. The dirty runs are also on the age list,
  * oldest first, where lull_space_release_dirty finds what has stayed free
  * long enough to go back to the OS; that is the only madvise, done
  * without the gc lock by the background thread (gc/background.c) or
@@ -263,22 +263,61 @@ static uint32_t find_fit(unsigned k, uint32_t n)
     return above ? space_g.bins[k][__builtin_ctzll(above)] : LULL_NO_BLOCK;
 }
 
-/* Take n blocks off the end of free run r (whose head, list places and
- * age stay), or the whole run. */
+/* The run at `to` (just split off the front of `from`) takes from's place
+ * on the age list. */
+static void age_replace(uint32_t from, uint32_t to)
+{
+    uint32_t prev = B(from)->age_prev, next = B(from)->age_next;
+    B(to)->age_prev = prev;
+    B(to)->age_next = next;
+    if (prev != LULL_NO_BLOCK) B(prev)->age_next = to;
+    else space_g.age_head = to;
+    if (next != LULL_NO_BLOCK) B(next)->age_prev = to;
+    else space_g.age_tail = to;
+}
+
+/* The clean run for n blocks: in the lowest bin that has a run that
+ * fits, the one at the lowest address (among its first 256 runs), or
+ * LULL_NO_BLOCK. Fresh memory is handed out low first and big runs are
+ * not cut for small requests, so a heap that shrinks and grows again
+ * touches the same range (fewer page-table, side-table and sanitizer
+ * shadow pages). */
+static uint32_t find_lowest_clean(uint32_t n)
+{
+    uint64_t bins = space_g.nonempty[0] & (~(uint64_t)0 << bin_of(n));
+    while (bins) {
+        unsigned b = (unsigned)__builtin_ctzll(bins), seen = 0;
+        bins &= bins - 1;
+        uint32_t best = LULL_NO_BLOCK;
+        for (uint32_t r = space_g.bins[0][b]; r != LULL_NO_BLOCK && seen++ < 256; r = B(r)->next)
+            if (B(r)->run_len >= n && r < best)
+                best = r;
+        if (best != LULL_NO_BLOCK)
+            return best;
+    }
+    return LULL_NO_BLOCK;
+}
+
+/* Take n blocks off the front of free run r, or the whole run: the
+ * lowest addresses go first, so a heap that shrinks and grows again
+ * reuses the same range. The rest keeps r's age and age-list place. */
 static uint32_t take_from(uint32_t r, uint32_t n)
 {
-    uint32_t len = B(r)->run_len;
+    uint32_t len = B(r)->run_len, h = r + n;
     if (len == n) {
         unlink_run(r);
         return r;
     }
     bin_remove(r);
-    B(r)->run_len = len - n;
-    B(r + len - n - 1)->run_head = r;
-    bin_push(r);
-    if (B(r)->dirty)
+    B(h)->run_len = len - n;
+    B(r + len - 1)->run_head = h;
+    if (B(r)->dirty) {
+        B(h)->freed_ns = B(r)->freed_ns;
+        age_replace(r, h);
         atomic_fetch_sub(&space_g.dirty, n);
-    return r + len - n;
+    }
+    bin_push(h);
+    return r;
 }
 
 /* Grow the frontier by n blocks, committing ahead in chunks. */
@@ -313,7 +352,7 @@ uint32_t lull_space_alloc_any(uint32_t n, bool *dirty)
     uint32_t idx = LULL_NO_BLOCK;
     bool warm = false;
     for (unsigned k = 2; k-- > 0 && idx == LULL_NO_BLOCK;) {
-        uint32_t r = find_fit(k, n);
+        uint32_t r = k ? find_fit(1, n) : find_lowest_clean(n);
         if (r != LULL_NO_BLOCK) {
             warm = k;
             idx = take_from(r, n);
@@ -443,7 +482,7 @@ uint64_t lull_space_release_dirty(uint64_t before_ns, uint32_t max_blocks, size_
  * heap cannot grow. gc lock held. */
 static uint32_t take_cold(uint32_t want, uint32_t *mine)
 {
-    uint32_t r = find_fit(0, want), idx;
+    uint32_t r = find_lowest_clean(want), idx;
     if (r == LULL_NO_BLOCK && space_g.nonempty[0]) {
         /* No clean run that long: the longest there is, whole. */
         r = space_g.bins[0][63 - __builtin_clzll(space_g.nonempty[0])];
