@@ -338,6 +338,20 @@ int lull_set_heap_growth(unsigned percent);
 #define LULL_MEMORY_LIMIT_MIN ((size_t)4 << 20)
 int lull_set_memory_limit(size_t bytes);
 
+/* Return every byte of free heap memory to the OS now (a trim a server
+ * calls after a burst): the empty blocks kept for reuse (the promotion
+ * reserve among them, which the background job refills later) and every
+ * free run, however recently freed. Otherwise free memory stays resident
+ * for reuse and goes back only release-delay after it became free
+ * (LULL_GC_PARAMS release-delay=TIME, default 1s; sooner near the soft
+ * memory limit), from lull's background memory thread, never in a pause or
+ * on a program thread. Returns 0 once the memory is back (counted in
+ * lull_stats.bytes_released), or -EPERM before lull_init. Any thread,
+ * attached or not; never collects; takes the gc lock briefly (it may wait
+ * for a running pause) and not across the madvise calls. */
+int lull_release_memory(void);
+
+
 /* ------------------------------------------------------------------------ */
 /* Controlling when collections run                                         */
 /* ------------------------------------------------------------------------ */
@@ -542,7 +556,29 @@ typedef struct lull_stats {
     uint64_t regions_overrun;
     uint64_t collections_forced;
     uint64_t memory_pressure_bytes;
+    /* Memory kept warm (lull_release_memory): bytes the heap gave back to
+     * the OS since lull_init and the madvise calls that did it; free
+     * memory now kept resident for reuse, not counted in heap_bytes, that
+     * goes back after release-delay. */
+    uint64_t bytes_released;
+    uint64_t release_calls;
+    uint64_t free_resident_bytes;
+    /* Free memory the background thread touched ahead since lull_init, so
+     * that the large objects and blocks handed out next take no page fault
+     * (it follows what was handed out untouched; at most 32 MiB and an
+     * eighth of the heap are kept so). */
+    uint64_t bytes_touched_ahead;
+    /* The longest a pause waited for the background job (the concurrent
+     * mark's or the sweep's) to stop before it stopped the world, and the
+     * pauses that waited more than LULL_JOB_STOP_SLOW_NS (0.1 ms); the
+     * most CPU time the job's threads took from the request to their
+     * return (the wait less what the scheduler added: how finely the job
+     * looks at its stop flag). */
+    uint64_t job_stop_wait_max_ns;
+    uint64_t job_stop_waits_slow;
+    uint64_t job_stop_cpu_max_ns;
 } lull_stats;
+#define LULL_JOB_STOP_SLOW_NS ((uint64_t)100000)
 
 /*
  * Fill *stats with the statistics now (all 0 before lull_init). Any

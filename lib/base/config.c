@@ -175,6 +175,13 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
         if (ns < LULL_PAUSE_TARGET_MIN_NS || ns > LULL_PAUSE_TARGET_MAX_NS)
             return bad(source, key, val, "must be between 100us and 10s");
         c->pause_target_ns = ns;
+    } else if (!strcmp(key, "release-delay")) {
+        uint64_t ns = 0;
+        if (strcmp(val, "0") && lull_config_parse_time(val, &ns))
+            return bad(source, key, val, "expected 0 or a time such as 1s (units ns, us, ms, s)");
+        if (ns > LULL_RELEASE_DELAY_MAX_NS)
+            return bad(source, key, val, "must be at most 3600s");
+        c->release_delay_ns = ns;
     } else if (!strcmp(key, "promotion-age")) {
         if (!strcmp(val, "auto"))
             c->promotion_age = LULL_PROMOTION_AGE_AUTO;
@@ -337,6 +344,7 @@ int lull_config_parse(lull_config *c, const char *params)
         .background_mark = true,
         .allow_synchronous_major = true,
         .pause_target_ns = LULL_DEFAULT_PAUSE_TARGET_NS,
+        .release_delay_ns = LULL_DEFAULT_RELEASE_DELAY_NS,
         .finalizers = LULL_FINALIZERS_AUTO,
         .evacuation_threshold = LULL_DEFAULT_EVACUATION_THRESHOLD,
         .suspend_signal = SIGPWR,

@@ -13,6 +13,8 @@
 #define LULL_DEFAULT_EVACUATION_THRESHOLD 66u   /* SGen's */
 #define LULL_PROMOTION_AGE_AUTO 0u
 #define LULL_DEFAULT_HEAP_GROWTH 100u
+#define LULL_DEFAULT_RELEASE_DELAY_NS ((uint64_t)1000000000)   /* release-delay=1s */
+#define LULL_RELEASE_DELAY_MAX_NS ((uint64_t)3600 * 1000000000)
 
 enum lull_major_mode { LULL_MAJOR_CONCURRENT, LULL_MAJOR_STW };
 enum lull_finalizer_mode { LULL_FINALIZERS_AUTO, LULL_FINALIZERS_MANUAL };
@@ -35,6 +37,8 @@ typedef struct lull_config {
     bool card_every_store;        /* card-filter=no: every store marks its card, mark or no mark */
     bool allow_synchronous_major;
     uint64_t pause_target_ns;     /* what minors aim at (policy.c sizes the nursery) */
+    uint64_t release_delay_ns;    /* free memory stays resident this long before the background
+                                     thread gives it back to the OS (gc/background.c); 0: at once */
     enum lull_finalizer_mode finalizers;
     unsigned evacuation_threshold; /* percent: a synchronous major evacuates classes occupied
                                       less than this (major.c); 0: never */

@@ -140,11 +140,13 @@ static void log_major(const lull_pause_record *r)
     if (r->kind == LULL_PAUSE_FINAL)
         log_concurrent(r, conc, sizeof conc);
     fprintf(stderr, "lull: collection %llu (major, %s): pause %.3f ms, promoted %.1f KiB (%.1f KiB by "
-            "workers), live %.1f MiB, heap %.1f MiB, scanned %llu objects (%llu by workers)%s%s; the "
+            "workers), live %.1f MiB, heap %.1f MiB (free and resident %.1f MiB, released %.1f MiB in %llu "
+            "calls so far), scanned %llu objects (%llu by workers)%s%s; the "
             "next starts after %.1f MiB of a %.1f MiB allowance; pacer: %s%s\n",
             (unsigned long long)r->collection, r->reason, (double)r->pause_ns / 1e6,
             (double)r->promoted / 1024.0, r->minor ? (double)r->promoted_by_workers / 1024.0 : 0.0,
-            (double)r->live / 1048576.0, (double)r->heap_after / 1048576.0, (unsigned long long)r->marked,
+            (double)r->live / 1048576.0, (double)r->heap_after / 1048576.0, (double)r->free_resident / 1048576.0,
+            (double)r->released / 1048576.0, (unsigned long long)r->release_calls, (unsigned long long)r->marked,
             (unsigned long long)(r->marked - r->marked_by_stopper), evac, conc,
             (double)r->trigger / 1048576.0, (double)r->allowance / 1048576.0, r->pacer,
             r->overflowed ? " (mark stack overflowed)" : "");

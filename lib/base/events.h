@@ -61,6 +61,7 @@ typedef struct lull_pause_record {
     uint64_t at[LULL_NSTEPS];
     uint64_t pause_ns;            /* t0 to the end: what lull_stats and the pause hook count */
     uint64_t stop_bg_ns;          /* stopping the background job */
+    uint64_t stop_bg_cpu_ns;      /* the CPU time its threads took to stop (trace/workers.h) */
     uint64_t sweep_rest_t, sweep_rest_ns;   /* the last cycle's sweep finished in the pause (0: none) */
     unsigned threads;             /* attached threads when the world stopped */
     /* The minor. */
@@ -94,6 +95,8 @@ typedef struct lull_pause_record {
     uint64_t heap_goal;           /* the heap goal in force at the end (gc/pacer.h) */
     uint64_t memory_limit;        /* the soft memory limit (0: none) */
     uint64_t heap_after;          /* bytes held once the released memory went back (the log) */
+    uint64_t free_resident;       /* free memory kept resident for reuse (space/blocks.c) */
+    uint64_t released, release_calls;   /* given back to the OS since lull_init, and madvise calls */
 } lull_pause_record;
 
 typedef void (*lull_pause_listener)(const lull_pause_record *r, void *data);

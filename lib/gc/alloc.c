@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "gc/background.h"
 #include "gc/collect.h"
 #include "gc/control.h"
 #include "gc/policy.h"
@@ -212,6 +213,7 @@ static void reclaim_for_retry(void)
     lull_major_sweep_all();
     lull_major_release_empty(0);
     lull_space_release_pending();
+    lull_memory_kick();
 }
 
 /* A small-heap object whose free list is empty: refill it in a batch under
@@ -232,6 +234,7 @@ static void *alloc_small_slow(lull_thread *t, const lull_type *type, size_t byte
             reclaim_for_retry();
             ok = refill_batch(c, has_refs, cls);
         }
+        lull_memory_kick();   /* blocks it took cold: the memory thread touches the next ones ahead */
         lull_gc_unlock();
         if (!ok)
             return fail_enomem();
@@ -267,6 +270,7 @@ static void *alloc_large(lull_thread *t, const lull_type *type, size_t bytes, si
         t->last_alloc = (uintptr_t)p;
         lull_thread_count_alloc(t, bytes);
     }
+    lull_memory_kick();   /* blocks it took cold: the memory thread touches the next ones ahead */
     lull_gc_unlock();
     return p ? (void *)p : fail_enomem();
 }

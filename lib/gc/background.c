@@ -7,8 +7,14 @@
  * (tests/prefault.c, sweeping). Then it takes the gc lock for a few blocks
  * at a time, never waiting for it (lull_gc_lock_background: the thread
  * that holds it may be stopping this job) and sleeping 50 us between
- * tries; once nothing is pending it gives long-empty blocks back to the OS
- * (madvise outside any pause), then prepares blocks again. */
+ * tries; once nothing is pending it gives long-empty blocks back to the
+ * block space (the memory thread below returns them to the OS after the
+ * decay), then prepares blocks again. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
 #include "gc/background.h"
 #include "gc/pacer.h"
 
@@ -38,6 +44,7 @@ static void sweep_job(lull_tracer *tr, void *arg)
              * promotion reserve goes back after one collection, not two. */
             lull_major_release_empty(lull_pacer_near_limit(lull_heap_bytes_held()) ? 1 : LULL_EMPTY_BLOCK_MAX_AGE);
             lull_space_release_pending();
+            lull_memory_kick();
         }
         lull_gc_unlock();
         if (!more) {
@@ -54,4 +61,221 @@ void lull_major_resume_sweep(void)
     if ((lull_major_sweep_pending() || lull_major_short_of_blocks()) && lull_cfg.concurrent_sweep &&
         lull_workers_can_background())
         lull_workers_start_background(sweep_job, NULL, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The memory thread                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* lull-memory keeps free memory warm and gives back what stays unused.
+ *
+ * Touch-ahead: when blocks were handed out cold (clean runs or the
+ * frontier: the taker pays their page faults, blocks.c), it raises its
+ * warm target to twice what was taken cold since it last looked, on top
+ * of the free memory there was (at most 32 MiB, an eighth of the heap and
+ * a quarter of its headroom) and populates free memory until the
+ * dirty free runs hold the target, so the next large objects and blocks
+ * (a pause's promotion, an allocation's slow path) are resident. The
+ * target falls to 0 after release-delay without a cold block, and is 0
+ * near the soft memory limit.
+ *
+ * Decay: dirty free memory beyond the target goes back to the OS once it
+ * has stayed free release-delay, in batches (every run due, and no sooner
+ * than a sixteenth of the delay after the last batch); near the soft
+ * memory limit, at once. Both without the gc lock across madvise.
+ *
+ * It is started at the first kick and sleeps on a condition variable:
+ * untimed when nothing is free or wanted, else until the next run is due
+ * or the target lapses. It never attaches, never touches objects, and no
+ * pause waits for it (it waits for the gc lock like any thread). mem_g's
+ * fields are under mem_g.lock but `started` (gc lock) and the atomics
+ * (`idle`, `cold_seen`: a kicker's unlocked look at whether the thread
+ * needs waking). */
+#define RELEASE_BATCH_BLOCKS 4096u   /* 64 MiB taken off the lists at once */
+#define WARM_BATCH_BLOCKS 256u       /* 4 MiB populated between looks */
+#define WARM_MAX ((uint64_t)32 << 20)
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool started, stop, urgent;
+    atomic_bool idle;
+    _Atomic uint64_t cold_seen;   /* lull_space_cold_blocks() when the thread last looked */
+    uint64_t warm_target;         /* bytes of dirty free memory to keep */
+    _Atomic uint64_t warm_low;    /* half of it: a kicker wakes the thread below this */
+    uint64_t last_cold_ns;        /* when it last saw blocks handed out cold */
+} mem_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t release_delay(void)
+{
+    return lull_cfg.release_delay_ns;
+}
+
+static void wait_until(uint64_t when_ns)
+{
+    struct timespec ts = { .tv_sec = (time_t)(when_ns / 1000000000u), .tv_nsec = (long)(when_ns % 1000000000u) };
+    pthread_cond_timedwait(&mem_g.wake, &mem_g.lock, &ts);
+}
+
+static bool near_limit(void)
+{
+    return lull_pacer_near_limit(lull_heap_bytes_held() + lull_space_dirty_bytes());
+}
+
+/* The warm target from what was handed out cold since the last look. */
+static void update_target(uint64_t now)
+{
+    uint64_t cold = lull_space_cold_blocks(), seen = atomic_load(&mem_g.cold_seen);
+    if (cold != seen) {
+        /* Taken cold while free memory was there: it was in pieces too
+         * small, so the target is on top of it. */
+        uint64_t want = lull_space_dirty_bytes() + ((cold - seen) << (LULL_BLOCK_SHIFT + 1));
+        uint64_t cap = lull_heap_bytes_held() / 8;
+        if (cap > lull_space_headroom_bytes() / 4)
+            cap = lull_space_headroom_bytes() / 4;
+        if (want > mem_g.warm_target)
+            mem_g.warm_target = want;
+        if (mem_g.warm_target > (cap < WARM_MAX ? cap : WARM_MAX))
+            mem_g.warm_target = cap < WARM_MAX ? cap : WARM_MAX;
+        mem_g.last_cold_ns = now;
+        atomic_store(&mem_g.cold_seen, cold);
+    } else if (now - mem_g.last_cold_ns >= release_delay()) {
+        mem_g.warm_target = 0;
+    }
+    if (mem_g.urgent || near_limit())
+        mem_g.warm_target = 0;
+    atomic_store(&mem_g.warm_low, mem_g.warm_target / 2);
+}
+
+/* Nothing to warm or release: sleep until the target lapses, or untimed
+ * (idle) when there is neither a target nor free memory. */
+static void memory_sleep(void)
+{
+    if (mem_g.warm_target) {
+        wait_until(mem_g.last_cold_ns + release_delay());
+        return;
+    }
+    /* Idle, then look again: a kicker stores its free run or cold block
+     * before it reads idle (both sequentially consistent). */
+    atomic_store(&mem_g.idle, true);
+    if (!lull_space_oldest_dirty_ns() && lull_space_cold_blocks() == atomic_load(&mem_g.cold_seen) && !mem_g.stop)
+        pthread_cond_wait(&mem_g.wake, &mem_g.lock);
+    atomic_store(&mem_g.idle, false);
+}
+
+static void *memory_main(void *arg)
+{
+    (void)arg;
+    uint64_t last = 0;
+    pthread_mutex_lock(&mem_g.lock);
+    while (!mem_g.stop) {
+        uint64_t now = lull_now_ns();
+        update_target(now);
+        uint64_t target = mem_g.warm_target;
+        if (target > lull_space_dirty_bytes()) {
+            pthread_mutex_unlock(&mem_g.lock);
+            uint64_t warmed = lull_space_warm(target, WARM_BATCH_BLOCKS);
+            pthread_mutex_lock(&mem_g.lock);
+            if (warmed)
+                continue;
+        }
+        uint64_t oldest = lull_space_oldest_dirty_ns();
+        if (!oldest || lull_space_dirty_bytes() <= target) {
+            memory_sleep();
+            continue;
+        }
+        uint64_t delay = mem_g.urgent ? 0 : release_delay();
+        uint64_t due = oldest + delay, gap = last + delay / 16;
+        if (due < gap)
+            due = gap;
+        if (due > now) {
+            wait_until(due);
+            continue;
+        }
+        mem_g.urgent = false;
+        pthread_mutex_unlock(&mem_g.lock);
+        uint64_t n = lull_space_release_dirty(now - delay, RELEASE_BATCH_BLOCKS, target);
+        pthread_mutex_lock(&mem_g.lock);
+        if (n < RELEASE_BATCH_BLOCKS)
+            last = now;
+    }
+    pthread_mutex_unlock(&mem_g.lock);
+    return NULL;
+}
+
+static bool memory_start(void)
+{
+    if (mem_g.started)
+        return true;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int r = pthread_cond_init(&mem_g.wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (r != 0)
+        return false;
+    mem_g.stop = mem_g.urgent = false;
+    mem_g.warm_target = 0;
+    atomic_store(&mem_g.warm_low, 0);
+    atomic_store(&mem_g.idle, false);
+    atomic_store(&mem_g.cold_seen, lull_space_cold_blocks());
+    if (pthread_create(&mem_g.thread, NULL, memory_main, NULL) != 0) {
+        pthread_cond_destroy(&mem_g.wake);
+        lull_warn("lull", "cannot start the memory thread: free memory stays resident until lull_release_memory");
+        return false;
+    }
+    pthread_setname_np(mem_g.thread, "lull-memory");
+    mem_g.started = true;
+    return true;
+}
+
+void lull_memory_kick(void)
+{
+    bool cold = lull_space_cold_blocks() != atomic_load(&mem_g.cold_seen) ||
+                lull_space_dirty_bytes() < atomic_load_explicit(&mem_g.warm_low, memory_order_relaxed);
+    if ((!cold && !lull_space_oldest_dirty_ns()) || !memory_start())
+        return;
+    /* Near the soft limit the memory goes back now, whatever the delay. */
+    bool urgent = near_limit();
+    if (urgent || cold || release_delay() == 0 || atomic_load(&mem_g.idle)) {
+        pthread_mutex_lock(&mem_g.lock);
+        mem_g.urgent |= urgent;
+        pthread_cond_signal(&mem_g.wake);
+        pthread_mutex_unlock(&mem_g.lock);
+    }
+}
+
+void lull_memory_stop(void)
+{
+    if (!mem_g.started)
+        return;
+    pthread_mutex_lock(&mem_g.lock);
+    mem_g.stop = true;
+    pthread_cond_signal(&mem_g.wake);
+    pthread_mutex_unlock(&mem_g.lock);
+    pthread_join(mem_g.thread, NULL);
+    pthread_cond_destroy(&mem_g.wake);
+    mem_g.started = false;
+}
+
+void lull_memory_after_fork_child(void)
+{
+    /* The thread does not exist here, and may have held its lock. */
+    mem_g.lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    mem_g.started = false;
+    lull_space_after_fork_child();
+}
+
+int lull_release_memory(void)
+{
+    if (!lull_is_initialised())
+        return -EPERM;
+    lull_gc_lock();
+    lull_major_release_empty(0);
+    lull_space_release_pending();
+    lull_gc_unlock();
+    while (lull_space_release_dirty(UINT64_MAX, RELEASE_BATCH_BLOCKS, 0))
+        ;
+    return 0;
 }

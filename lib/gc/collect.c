@@ -170,6 +170,7 @@ static void pause_begin(lull_pause_record *r, enum lull_pause_kind kind, const c
     r->collection = collect_g.ncollections + 1;
     lull_workers_stop_background();
     r->stop_bg_ns = lull_now_ns() - r->t0;
+    r->stop_bg_cpu_ns = lull_workers_last_stop_cpu_ns();
     lull_major_link_unlinked();     /* what the stopped job prepared and could not link (heap.h) */
     r->cycle = lull_mark_cycle() + (kind == LULL_PAUSE_INITIAL ? 1 : 0);
     if (kind == LULL_PAUSE_FINAL)
@@ -187,6 +188,8 @@ static void pause_begin(lull_pause_record *r, enum lull_pause_kind kind, const c
 static void pause_report(lull_pause_record *r)
 {
     r->heap_after = lull_heap_bytes_held();
+    r->free_resident = lull_space_dirty_bytes();
+    lull_space_release_counts(&r->released, &r->release_calls);
     r->nursery_after = lull_nursery_size();
     if (r->minor) {
         r->aged = lull_nursery_aged();
@@ -223,7 +226,8 @@ static void pause_report(lull_pause_record *r)
 
 /* Restart the world and the background job; then, world running and the
  * gc lock still held, what waits for the world (the policy's measures of
- * the pause, memory back to the OS before anyone can allocate from it,
+ * the pause, freed runs back to the block space (the memory thread returns
+ * them to the OS later),
  * the finalizer thread, heap-shot=FILE) and the record's listeners. */
 static void pause_end(lull_pause_record *r, lull_thread *self)
 {
@@ -255,6 +259,7 @@ static void pause_end(lull_pause_record *r, lull_thread *self)
         lull_policy_after_minor(r->handed, lull_nursery_trace_ns(), r->kind == LULL_PAUSE_MINOR ? r->pause_ns : 0,
                                 r->stop_bg_ns);
     lull_space_release_pending();
+    lull_memory_kick();
     if (lull_finalize_pending_wake())
         lull_finalize_wake();
     if (ends_major)

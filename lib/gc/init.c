@@ -77,6 +77,7 @@ static void fork_child(void)
         lull_workers_after_fork_child();
         lull_finalize_after_fork_child();
         lull_timeline_after_fork_child();
+        lull_memory_after_fork_child();
         if (!lull_mark_resume_background())
             lull_major_resume_sweep();
         lull_gc_unlock();
@@ -191,6 +192,7 @@ void lull_shutdown(void)
     __atomic_store_n(&lull__barrier.heap_size, 0, __ATOMIC_RELEASE);
     lull_mark_abandon();
     lull_workers_stop();
+    lull_memory_stop();            /* no pause or background job is left to kick it */
     lull_timeline_stop();          /* no collection can run any more */
     lull_stw_uninstall();
     lull_roots_reset();

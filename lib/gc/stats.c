@@ -89,6 +89,8 @@ static struct {
     uint64_t live_after_major;
     uint64_t bytes_promoted, bytes_aged;
     uint64_t objects_evacuated, bytes_evacuated;
+    uint64_t job_stop_max_ns, job_stops_slow;   /* pauses' waits for the background job */
+    uint64_t job_stop_cpu_max_ns;               /* and the CPU time its threads took to stop */
 } stats_g = { .stats_lock = PTHREAD_MUTEX_INITIALIZER };
 
 void lull_stats_lock_for_fork(void)
@@ -110,15 +112,22 @@ void lull_stats_reset(void)
     stats_g.live_after_major = 0;
     stats_g.bytes_promoted = stats_g.bytes_aged = 0;
     stats_g.objects_evacuated = stats_g.bytes_evacuated = 0;
+    stats_g.job_stop_max_ns = stats_g.job_stops_slow = stats_g.job_stop_cpu_max_ns = 0;
     lull_finalizers_reset();
     pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
-static void record_pause(int kind, uint64_t ns)
+static void record_pause(int kind, uint64_t ns, uint64_t stop_bg_ns, uint64_t stop_bg_cpu_ns)
 {
     pthread_mutex_lock(&stats_g.stats_lock);
     lull_hist_add(&stats_g.pauses, ns);
     lull_hist_add(&stats_g.pauses_by_kind[kind], ns);
+    if (stop_bg_ns > stats_g.job_stop_max_ns)
+        stats_g.job_stop_max_ns = stop_bg_ns;
+    if (stop_bg_ns > LULL_JOB_STOP_SLOW_NS)
+        stats_g.job_stops_slow++;
+    if (stop_bg_cpu_ns > stats_g.job_stop_cpu_max_ns)
+        stats_g.job_stop_cpu_max_ns = stop_bg_cpu_ns;
     pthread_mutex_unlock(&stats_g.stats_lock);
 }
 
@@ -151,7 +160,7 @@ void lull_stats_pause_listener(const lull_pause_record *r, void *data)
 {
     (void)data;
     int kind = r->kind == LULL_PAUSE_MINOR ? HIST_MINOR : HIST_MAJOR;
-    record_pause(kind, r->pause_ns);
+    record_pause(kind, r->pause_ns, r->stop_bg_ns, r->stop_bg_cpu_ns);
     if (r->kind != LULL_PAUSE_INITIAL)
         record_collection(kind, r->synchronous, r->live, r->promoted, r->aged);
     if (r->evac_objects)
@@ -189,6 +198,9 @@ static void stats_fill(lull_stats *s)
     s->pause_major_max_ns = ma->max;
     s->pause_major_p50_ns = lull_hist_quantile(ma, 0.50);
     s->pause_major_p99_ns = lull_hist_quantile(ma, 0.99);
+    s->job_stop_wait_max_ns = stats_g.job_stop_max_ns;
+    s->job_stop_waits_slow = stats_g.job_stops_slow;
+    s->job_stop_cpu_max_ns = stats_g.job_stop_cpu_max_ns;
     pthread_mutex_unlock(&stats_g.stats_lock);
     if (lull_is_initialised())
         s->bytes_allocated = lull_threads_allocated_bytes();
@@ -210,6 +222,9 @@ static void stats_fill(lull_stats *s)
         s->regions_overrun = lull_control_regions_overrun();
         s->collections_forced = lull_control_forced();
         s->memory_pressure_bytes = lull_control_pressure();
+        lull_space_release_counts(&s->bytes_released, &s->release_calls);
+        s->free_resident_bytes = lull_space_dirty_bytes();
+        s->bytes_touched_ahead = lull_space_warmed_bytes();
     }
 }
 

@@ -9,16 +9,18 @@
  * block, so object memory and metadata cannot clobber each other):
  *
  *   UNUSED      beyond the frontier, or never handed out
- *   FREE        part of a free run in the block space (blocks.c);
- *               its memory reads as zero
+ *   FREE        part of a free run in the block space (blocks.c): a
+ *               dirty run's memory is committed and holds old bytes, a
+ *               clean run's reads as zero (released, or never touched)
  *   EMPTY       a small-object block with no live object, kept committed
  *               for reuse by any size class (major.c)
  *   SMALL       slots of one size class; a slot whose word 0 is 0 is free,
  *               any other value is the header of an allocated object
  *   LARGE_HEAD  first block of a large object (los.c)
  *   LARGE_TAIL  another block of a large object; run_head finds the head
- *   RELEASING   freed during a pause, waiting to be given back to the OS
- *               once the world runs again (blocks.c)
+ *   RELEASING   freed during a pause, waiting to join the free runs once
+ *               the world runs again; or on its way back to the OS
+ *               (blocks.c)
  *   NURSERY     part of the nursery (nursery.h): objects are found through
  *               the nursery's log, not through the descriptor
  *
@@ -89,7 +91,7 @@ typedef struct lull_block {
     uint8_t  evacuating;   /* SMALL: the running synchronous major copies this
                               block's movable objects out (major.c, mark.c);
                               set in its pause, cleared by its sweep_begin */
-    uint8_t  spare_;
+    uint8_t  dirty;        /* FREE: the run's memory may be resident and non-zero */
     union {
         uint32_t age;      /* EMPTY: collections spent empty */
         uint32_t young;    /* LARGE_HEAD: nonzero while the object is young
@@ -97,8 +99,17 @@ typedef struct lull_block {
     };
     uint32_t minor_seen;   /* LARGE_HEAD: the last minor that visited the object
                               whole (its type has a trace function); atomic */
-    void    *free_list;    /* SMALL: first free slot (word 1 links them) */
-    size_t   large_size;   /* LARGE_HEAD: object bytes */
+    union {
+        void    *free_list;   /* SMALL: first free slot (word 1 links them) */
+        uint64_t freed_ns;    /* FREE dirty head: when it was freed (blocks.c) */
+    };
+    union {
+        size_t   large_size;  /* LARGE_HEAD: object bytes */
+        struct {
+            uint32_t age_next, age_prev;   /* FREE dirty head: the age list (blocks.c);
+                                              RELEASING on its way to the OS: a releaser's own chain */
+        };
+    };
 } lull_block;
 _Static_assert(sizeof(lull_block) == 48, "a block descriptor stays 48 bytes");
 _Static_assert(LULL_BLOCK_SIZE / LULL_GRANULE <= UINT16_MAX, "nfree counts a block's slots in 16 bits");
@@ -365,16 +376,48 @@ int      lull_space_init(size_t reserve);
 int      lull_space_init_aligned(size_t reserve, size_t align);
 void     lull_space_fini(void);
 /* A run of n blocks whose memory reads as zero, or LULL_NO_BLOCK when the
- * max-heap-size limit or the OS refuses. */
+ * max-heap-size limit or the OS refuses. Dirty free runs are reused first
+ * (zeroed here), then clean ones, then the frontier grows. */
 uint32_t lull_space_alloc(uint32_t n);
-/* Return a run; its memory is given back to the OS first. */
+/* The same without the zeroing: *dirty (when not NULL) says whether the
+ * run may hold old bytes (its pages are then resident: no page fault on
+ * first touch); otherwise it reads as zero. */
+uint32_t lull_space_alloc_any(uint32_t n, bool *dirty);
+/* Return a run: it becomes a dirty free run (merged with dirty free
+ * neighbours), its memory kept committed for reuse; only
+ * lull_space_release_dirty gives it back to the OS. */
 void     lull_space_free(uint32_t idx, uint32_t n);
 /* Return a run later: it is queued (merged with a queued neighbour) and
- * lull_space_release_pending gives it back. madvise shoots down TLBs on
- * every CPU, far too slow for a pause; collections queue, then release
- * after the world has restarted. */
+ * lull_space_release_pending frees it. A pause queues, so that nothing it
+ * frees is handed out again before the world runs. */
 void     lull_space_free_deferred(uint32_t idx, uint32_t n);
 void     lull_space_release_pending(void);
+/* Give dirty free runs freed at or before `before_ns` (lull_now_ns) back
+ * to the OS (madvise), oldest first, at most about max_blocks (0: no
+ * limit), keeping at least keep_bytes of the newest. Takes the gc lock
+ * (the caller must not hold it) to take the runs off the lists and to put
+ * them back as clean runs, never across the madvise. Returns the blocks
+ * released. */
+uint64_t lull_space_release_dirty(uint64_t before_ns, uint32_t max_blocks, size_t keep_bytes);
+/* Touch ahead: make clean free runs (or the frontier's next blocks) dirty,
+ * their pages populated, until the dirty free runs hold target_bytes (at
+ * most a quarter of the headroom) or max_blocks were warmed. The gc lock
+ * as lull_space_release_dirty (populating without it). Returns the blocks
+ * warmed. */
+uint64_t lull_space_warm(size_t target_bytes, uint32_t max_blocks);
+/* Blocks handed out cold (from clean runs or the frontier: the taker pays
+ * their page faults) since lull_space_init; bytes touched ahead. */
+uint64_t lull_space_cold_blocks(void);
+uint64_t lull_space_warmed_bytes(void);
+/* When the oldest dirty free run was freed (lull_now_ns), 0 when there is
+ * none; blocks of dirty free runs now. Any thread, without the lock. */
+uint64_t lull_space_oldest_dirty_ns(void);
+size_t   lull_space_dirty_bytes(void);
+/* Since lull_space_init: bytes given back to the OS, and madvise calls. */
+void     lull_space_release_counts(uint64_t *bytes, uint64_t *calls);
+/* fork() child (gc lock held): runs a releaser had taken off the lists
+ * (its thread is gone) go back on them, dirty. */
+void     lull_space_after_fork_child(void);
 size_t   lull_space_in_use_bytes(void);
 /* Bytes of blocks lull_space_alloc may still hand out before the
  * max-heap-size limit or the end of the reserve (gc lock held). */

@@ -1,8 +1,8 @@
 /* los.c — the large-object space: objects bigger than the largest size
  * class get a run of whole blocks of their own, and the list of the young
  * ones (heap.h). They never move. A dead large object's run goes back to
- * the block space, which returns its pages to the OS at once; pages past
- * the object's end in its last block are never touched.
+ * the block space, which keeps it resident for the next large object or
+ * block (blocks.c); the decay gives it back to the OS later.
  *
  * Callers: allocation (gc lock held), the major's sweep and the end of a
  * minor (world stopped); lull_young_large_at and the barrier read the
@@ -12,6 +12,8 @@
  * each tail block points to the head (lull_large_head), so an interior
  * pointer anywhere in the run finds the object; every young large object
  * lies in [lull_los_young_lo, lull_los_young_hi). */
+#include <string.h>
+
 #include "base/config.h"
 #include "base/gclock.h"
 #include "base/util.h"
@@ -90,9 +92,13 @@ void *lull_los_alloc(size_t bytes)
     if (nb > UINT32_MAX / 2)
         return NULL;
     uint32_t n = (uint32_t)nb;
-    uint32_t idx = lull_space_alloc(n);
+    bool dirty;
+    uint32_t idx = lull_space_alloc_any(n, &dirty);
     if (idx == LULL_NO_BLOCK)
         return NULL;
+    /* A reused run holds old bytes; a clean one reads as zero already. */
+    if (dirty)
+        memset((void *)lull_block_addr(idx), 0, lull_align_up(bytes, sizeof(uintptr_t)));
     lull_block *head = &lull_heap_g.blocks[idx];
     head->run_len = n;
     head->large_size = bytes;
@@ -110,7 +116,7 @@ void *lull_los_alloc(size_t bytes)
     else
         __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
     lull_meter_allocated(bytes);
-    return (void *)lull_block_addr(idx);   /* space runs read as zero */
+    return (void *)lull_block_addr(idx);
 }
 
 uint64_t lull_los_sweep(void)

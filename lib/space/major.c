@@ -172,7 +172,7 @@ static uint32_t take_block(void)
         __atomic_fetch_sub(&major_g.empty_count, 1, __ATOMIC_RELAXED);
         return idx;
     }
-    return lull_space_alloc(1);
+    return lull_space_alloc_any(1, NULL);   /* format_block writes what it needs */
 }
 
 static uint64_t sweep_block(uint32_t idx, bool poison);
@@ -488,21 +488,26 @@ uint64_t lull_major_prepared_blocks(void)
 static bool prepare_batch(void)
 {
     uint32_t idx[SWEEP_BATCH];
+    bool warm[SWEEP_BATCH];
     unsigned n = 0;
     if (!lull_gc_lock_background(0))
         return false;
     lull_major_link_unlinked();
     uint64_t reserve = major_g.block_reserve;
     while (n < SWEEP_BATCH && empty_bytes() + ((uint64_t)n << LULL_BLOCK_SHIFT) < reserve) {
-        uint32_t i = lull_space_alloc(1);
+        uint32_t i = lull_space_alloc_any(1, &warm[n]);
         if (i == LULL_NO_BLOCK)
             break;
         lull_block_set_state(block_at(i), LULL_BLOCK_EMPTY);
         idx[n++] = i;
     }
     lull_gc_unlock();
-    for (unsigned k = 0; k < n; k++)
-        lull_os_populate((void *)lull_block_addr(idx[k]), LULL_BLOCK_SIZE);
+    /* A dirty block's pages are resident already. A stop request leaves
+     * the rest unpopulated (they are EMPTY all the same): a block's pages
+     * take some 10 us, the batch's would keep a pause waiting. */
+    for (unsigned k = 0; k < n && !lull_background_stop_requested(); k++)
+        if (!warm[k])
+            lull_os_populate((void *)lull_block_addr(idx[k]), LULL_BLOCK_SIZE);
     if (!n)
         return false;
     if (LULL_UNLIKELY(lull_major_test_prepared != NULL))

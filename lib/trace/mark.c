@@ -628,7 +628,7 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper)
 /* The concurrent mark                                                      */
 /* ------------------------------------------------------------------------ */
 
-#define POLL_EVERY        64u    /* objects the job scans between looks at its stop flag */
+#define POLL_EVERY        16u    /* objects the job scans between looks at its stop flag */
 
 /* Workers are parked in bg_wait and grey sections wait in the shared pool:
  * wake them, once until one of them has looked again (bg_kicked: the
@@ -848,7 +848,7 @@ static bool preclean_step(lull_tracer *tr)
  * scanned before what it leads to, in its own order, as a synchronous mark
  * scans it. false: obj is not scanned in slices (a small object, or one of
  * a type with a trace function, which can only be visited whole). */
-#define SLICE_BYTES ((uintptr_t)64 << 10)
+#define SLICE_BYTES ((uintptr_t)16 << 10)   /* 2,048 slots: tens of us */
 static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
 {
     const lull_block *b = lull_block_of(obj);
@@ -887,7 +887,7 @@ static bool defer_young_large(lull_tracer *tr, uintptr_t obj)
 /* Drain while the world runs, sharing with the other workers of the job
  * (when there are any: tr->share); false: asked to stop (the grey objects
  * left stay on tr's stack). LULL_GC_DEBUG=mark-delay=N sleeps N us after
- * every POLL_EVERY objects and every slice of a large object, to stretch a
+ * every 64 objects and every slice of a large object, to stretch a
  * mark over many minors. */
 static void bump_progress(void);
 
@@ -916,7 +916,7 @@ static bool drain_background(lull_tracer *tr)
                 go = false;
                 break;
             }
-            if (lull_cfg.mark_delay_us)
+            if (lull_cfg.mark_delay_us && (sliced || n % 64 == 0))   /* mark-delay's cadence: 64 objects */
                 usleep((useconds_t)lull_cfg.mark_delay_us);
             offer_work();
             /* The drain's progress, for lull_mark_progress; a paced thread

@@ -101,7 +101,7 @@ void lull_mark_last_work(uint64_t *total, uint64_t *by_stopper);
  * Every pause first stops that job (lull_workers_stop_background), which
  * puts every worker's grey objects back into the held ones, so a pause's
  * writes of slots, cards and the union table meet no marker; a pause
- * waits at most for POLL_EVERY objects or one 64 KiB slice per worker.
+ * waits at most for POLL_EVERY objects or one 16 KiB slice per worker.
  *
  * Incremental update: while a mark runs, every reference store marks its
  * card in the union table (lull_store), which is the mark's alone; the

@@ -42,6 +42,7 @@ static struct {
     bool            bg_posted;   /* may still be taken (false once stopped) */
     unsigned        bg_running;  /* threads inside bg_job */
     uint64_t        bg_kicks;    /* lull_workers_background_kick calls */
+    uint64_t        bg_stop_cpu_ns;   /* lull_workers_last_stop_cpu_ns */
     pthread_t       threads[LULL_MAX_WORKERS];
     lull_tracer     tracers[LULL_MAX_WORKERS];
 } workers_g = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
@@ -216,17 +217,45 @@ void lull_workers_start_background(lull_worker_job job, void *arg, unsigned widt
     pthread_mutex_unlock(&workers_g.lock);
 }
 
+/* The CPU clock of background participant i, in ns (0 if unreadable). */
+static uint64_t worker_cpu_ns(unsigned i)
+{
+    clockid_t c;
+    struct timespec ts;
+    if (pthread_getcpuclockid(workers_g.threads[i], &c) != 0 || clock_gettime(c, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void lull_workers_stop_background(void)
 {
     pthread_mutex_lock(&workers_g.lock);
     workers_g.bg_posted = false;        /* not taken yet: never runs */
+    workers_g.bg_stop_cpu_ns = 0;
     if (workers_g.bg_running) {
+        unsigned n = workers_g.bg_width < workers_g.nthreads ? workers_g.bg_width : workers_g.nthreads;
+        uint64_t cpu0[LULL_MAX_WORKERS];
+        for (unsigned i = 0; i < n; i++)
+            cpu0[i] = worker_cpu_ns(i);
         lull_background_request_stop();                 /* one waiting for the gc lock returns */
         pthread_cond_broadcast(&workers_g.bg_kick);     /* parked ones return too */
         while (workers_g.bg_running)
             pthread_cond_wait(&workers_g.bg_done, &workers_g.lock);
+        for (unsigned i = 0; i < n; i++) {
+            uint64_t c = worker_cpu_ns(i), d = c > cpu0[i] ? c - cpu0[i] : 0;
+            if (d > workers_g.bg_stop_cpu_ns)
+                workers_g.bg_stop_cpu_ns = d;
+        }
     }
     pthread_mutex_unlock(&workers_g.lock);
+}
+
+uint64_t lull_workers_last_stop_cpu_ns(void)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    uint64_t ns = workers_g.bg_stop_cpu_ns;
+    pthread_mutex_unlock(&workers_g.lock);
+    return ns;
 }
 
 bool lull_workers_background_stopping(void)

@@ -55,6 +55,12 @@ bool lull_workers_can_background(void);
 unsigned lull_workers_background_threads(void);
 void lull_workers_start_background(lull_worker_job job, void *arg, unsigned width);
 void lull_workers_stop_background(void);
+/* The CPU time the background job's threads spent, from the last
+ * lull_workers_stop_background's request until the job had returned, the
+ * longest of them (0 when no job ran): how promptly the job stops when it
+ * has a CPU, whatever the wall-clock wait for the scheduler added. Read
+ * by the stopper after the call (gc lock held). */
+uint64_t lull_workers_last_stop_cpu_ns(void);
 bool lull_workers_background_stopping(void);
 
 /* Parking for a background job's thread that has nothing to do (only

@@ -76,6 +76,11 @@ int main(void)
     UCHECK(c.pause_target_ns == 250000, "pause-target=250us");
     c = parse_ok(NULL);
     UCHECK(c.pause_target_ns == 5000000, "pause-target defaults to 5 ms");
+    UCHECK(c.release_delay_ns == 1000000000, "release-delay defaults to 1 s");
+    c = parse_ok("release-delay=0");
+    UCHECK(c.release_delay_ns == 0, "release-delay=0");
+    c = parse_ok("release-delay=250ms");
+    UCHECK(c.release_delay_ns == 250000000, "release-delay=250ms");
     setenv("LULL_GC_PARAMS", "major=sideways", 1);
     parse_bad("major=stw");
     unsetenv("LULL_GC_PARAMS");
