@@ -160,11 +160,12 @@ def readme(root, build, cc, lib, cflags):
 
 
 def parser_keys(config, function):
-    m = re.search(r'\nstatic int %s\(.*?\n}\n' % function, config, re.S)
-    if not m:
+    """The keys `function` and its helpers (function_*) compare against."""
+    bodies = [m.group(0) for m in re.finditer(r'\nstatic int %s(?:_[a-z]+)?\(.*?\n}\n' % function, config, re.S)]
+    if not bodies:
         fail('lib/base/config.c: no function %s' % function)
         return set()
-    return set(re.findall(r'!strcmp\(key, "([a-z0-9-]+)"\)', m.group(0)))
+    return set(k for b in bodies for k in re.findall(r'!strcmp\(key, "([a-z0-9-]+)"\)', b))
 
 
 def doc_keys(text):

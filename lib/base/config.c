@@ -117,7 +117,9 @@ static int bad(const char *source, const char *key, const char *value, const cha
     return -EINVAL;
 }
 
-static int apply_param(lull_config *c, const char *source, const char *key, const char *val)
+/* The heap's sizes and times (apply_param's first half): 1 when `key` is
+ * none of them. */
+static int apply_param_heap(lull_config *c, const char *source, const char *key, const char *val)
 {
     unsigned long u;
     size_t sz;
@@ -146,7 +148,33 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
         if (sz && sz < LULL_MEMORY_LIMIT_MIN)
             return bad(source, key, val, "must be 0 (none) or at least 4m");
         c->memory_limit = sz;
-    } else if (!strcmp(key, "major")) {
+    } else if (!strcmp(key, "pause-target")) {
+        uint64_t ns;
+        if (lull_config_parse_time(val, &ns))
+            return bad(source, key, val, "expected a time such as 2ms (units ns, us, ms, s)");
+        if (ns < LULL_PAUSE_TARGET_MIN_NS || ns > LULL_PAUSE_TARGET_MAX_NS)
+            return bad(source, key, val, "must be between 100us and 10s");
+        c->pause_target_ns = ns;
+    } else if (!strcmp(key, "release-delay")) {
+        uint64_t ns = 0;
+        if (strcmp(val, "0") && lull_config_parse_time(val, &ns))
+            return bad(source, key, val, "expected 0 or a time such as 1s (units ns, us, ms, s)");
+        if (ns > LULL_RELEASE_DELAY_MAX_NS)
+            return bad(source, key, val, "must be at most 3600s");
+        c->release_delay_ns = ns;
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
+static int apply_param(lull_config *c, const char *source, const char *key, const char *val)
+{
+    unsigned long u;
+    int r = apply_param_heap(c, source, key, val);
+    if (r != 1)
+        return r;
+    if (!strcmp(key, "major")) {
         if (!strcmp(val, "concurrent")) c->major = LULL_MAJOR_CONCURRENT;
         else if (!strcmp(val, "stw")) c->major = LULL_MAJOR_STW;
         else return bad(source, key, val, "expected concurrent or stw");
@@ -168,20 +196,6 @@ static int apply_param(lull_config *c, const char *source, const char *key, cons
     } else if (!strcmp(key, "allow-synchronous-major")) {
         if (parse_bool(val, &c->allow_synchronous_major))
             return bad(source, key, val, "expected yes or no");
-    } else if (!strcmp(key, "pause-target")) {
-        uint64_t ns;
-        if (lull_config_parse_time(val, &ns))
-            return bad(source, key, val, "expected a time such as 2ms (units ns, us, ms, s)");
-        if (ns < LULL_PAUSE_TARGET_MIN_NS || ns > LULL_PAUSE_TARGET_MAX_NS)
-            return bad(source, key, val, "must be between 100us and 10s");
-        c->pause_target_ns = ns;
-    } else if (!strcmp(key, "release-delay")) {
-        uint64_t ns = 0;
-        if (strcmp(val, "0") && lull_config_parse_time(val, &ns))
-            return bad(source, key, val, "expected 0 or a time such as 1s (units ns, us, ms, s)");
-        if (ns > LULL_RELEASE_DELAY_MAX_NS)
-            return bad(source, key, val, "must be at most 3600s");
-        c->release_delay_ns = ns;
     } else if (!strcmp(key, "promotion-age")) {
         if (!strcmp(val, "auto"))
             c->promotion_age = LULL_PROMOTION_AGE_AUTO;
