@@ -47,6 +47,19 @@
         }                                                                       \
     } while (0)
 
+/* SANITIZED: 1 in an AddressSanitizer or ThreadSanitizer build (gcc or
+ * clang), for tests that scale their work or skip a timing bound there. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 /* Conservative stack scanning cannot see AddressSanitizer's fake stacks. */
 const char *__asan_default_options(void);
 UNUSED const char *__asan_default_options(void)

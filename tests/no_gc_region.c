@@ -54,16 +54,6 @@ static void barrier(void)
     }
 }
 static struct tnode *rings[THREADS][RING];
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 /* Under a sanitizer a quarter of the rounds: the same paths, in time. */
 static unsigned rounds = SANITIZED ? 250 : 1000;
 
