@@ -371,6 +371,25 @@ static inline uint64_t gcshim_rng_next(void)
 /* Uniform in [0, n), n < 2^32. */
 static inline uint32_t gcshim_rng_below(uint32_t n) { return (uint32_t)(((gcshim_rng_next() >> 32) * n) >> 32); }
 
+/* A generator of one's own (state *s, one per thread): splitmix64, the
+ * state advanced by the golden ratio and finalised by gcshim_mix64. */
+static inline uint64_t gcshim_splitmix(uint64_t *s)
+{
+    uint64_t x = gcshim_mix64(*s);
+    *s += 0x9e3779b97f4a7c15u;
+    return x;
+}
+
+/* Uniform enough in [0, n), from *s. */
+static inline uint64_t gcshim_split_below(uint64_t *s, uint64_t n) { return ((gcshim_splitmix(s) >> 32) * n) >> 32; }
+
+/* One step of a running hash of words (murmur3's multiply-xorshift). */
+static inline uint64_t gcshim_hash(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 0xFF51AFD7ED558CCDu;
+    return h ^ (h >> 29);
+}
+
 /* Usage of a benchmark that takes only the common options. */
 static inline void gcshim_usage(const char *argv0)
 {

@@ -116,23 +116,6 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Generator and hashing                                                    */
 /* ------------------------------------------------------------------------ */
 
-static inline uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-
-/* A uniform-enough number in [0, n). */
-static inline uint64_t below(uint64_t *s, uint64_t n) { return ((splitmix(s) >> 32) * n) >> 32; }
-
-static inline uint64_t mix(uint64_t h, uint64_t w)
-{
-    h = (h ^ w) * 0xFF51AFD7ED558CCDu;
-    return h ^ (h >> 29);
-}
-
 static inline uint64_t load64(const uint8_t *p)
 {
     uint64_t w;
@@ -145,8 +128,8 @@ static uint64_t bytes_hash(uint64_t h, const Bytes *b)
 {
     size_t len = b->a.length;
     for (size_t i = 0; i < len; i += 8)
-        h = mix(h, load64(b->d + i));
-    return mix(h, len);
+        h = gcshim_hash(h, load64(b->d + i));
+    return gcshim_hash(h, len);
 }
 
 /* A new buffer of len bytes (a multiple of 8) filled from the generator;
@@ -157,16 +140,16 @@ static Bytes *new_bytes(uint64_t *rng, size_t len, uint64_t *h)
     Bytes *b = gcshim_alloc_array(&bytes_type, len);
     uint64_t x = *h;
     for (size_t i = 0; i < len; i += 8) {
-        uint64_t w = splitmix(rng);
+        uint64_t w = gcshim_splitmix(rng);
         memcpy(b->d + i, &w, sizeof w);
-        x = mix(x, w);
+        x = gcshim_hash(x, w);
     }
-    *h = mix(x, len);
+    *h = gcshim_hash(x, len);
     return b;
 }
 
 /* A field's contribution to a checksum. Sums of these are order-free. */
-static uint64_t field_hash(const Field *f) { return bytes_hash(mix(0xF1E1D, f->key), f->value); }
+static uint64_t field_hash(const Field *f) { return bytes_hash(gcshim_hash(0xF1E1D, f->key), f->value); }
 
 /* ------------------------------------------------------------------------ */
 /* Requests                                                                 */
@@ -180,11 +163,11 @@ static uint64_t add_fields(uint64_t *rng, Field **head, Index *index, unsigned c
     uint64_t sum = 0;
     for (unsigned n = 0; n < count; n++) {
         Field *f = gcshim_alloc(&field_type);
-        f->key = splitmix(rng);
+        f->key = gcshim_splitmix(rng);
         GCSHIM_SET(f, next, *head);
         *head = f;
-        uint64_t h = mix(0xF1E1D, f->key);
-        Bytes *value = new_bytes(rng, 8 * (1 + below(rng, 7)), &h);
+        uint64_t h = gcshim_hash(0xF1E1D, f->key);
+        Bytes *value = new_bytes(rng, 8 * (1 + gcshim_split_below(rng, 7)), &h);
         GCSHIM_SET(f, value, value);
         sum += h;
         if (index) {
@@ -196,7 +179,7 @@ static uint64_t add_fields(uint64_t *rng, Field **head, Index *index, unsigned c
     return sum;
 }
 
-static uint64_t index_hash(unsigned slot, uint64_t key) { return mix(0x1DE7 + slot, key); }
+static uint64_t index_hash(unsigned slot, uint64_t key) { return gcshim_hash(0x1DE7 + slot, key); }
 
 /* Build a request from the generator; *expect gets its checksum. The
  * request (held by the caller) keeps everything reachable. A new object is
@@ -209,23 +192,23 @@ static Request *parse(uint64_t *rng, uint64_t id, uint64_t *expect)
     Index *index = gcshim_alloc_array(&index_type, INDEX_SLOTS);
     GCSHIM_SET(q, index, index);
 
-    uint64_t last_key[INDEX_SLOTS] = { 0 }, sum = mix(0x5E0, id);
+    uint64_t last_key[INDEX_SLOTS] = { 0 }, sum = gcshim_hash(0x5E0, id);
     /* add_fields builds the list in a local first: q->fields is set once. */
     Field *fields = NULL;
-    sum += add_fields(rng, &fields, q->index, 16 + (unsigned)below(rng, 33), last_key);
+    sum += add_fields(rng, &fields, q->index, 16 + (unsigned)gcshim_split_below(rng, 33), last_key);
     GCSHIM_SET(q, fields, fields);
     for (unsigned s = 0; s < INDEX_SLOTS; s++)
         if (q->index->slot[s])
             sum += index_hash(s, last_key[s]);
 
-    unsigned parts = 1 + (unsigned)below(rng, 4);
+    unsigned parts = 1 + (unsigned)gcshim_split_below(rng, 4);
     for (unsigned n = 0; n < parts; n++) {
         Part *p = gcshim_alloc(&part_type);
         p->seq = n;
         GCSHIM_SET(p, next, q->parts);
         GCSHIM_SET(q, parts, p);
-        uint64_t h = mix(0xB0D7, n);
-        Bytes *data = new_bytes(rng, 64 + 8 * below(rng, (2048 - 64) / 8 + 1), &h);
+        uint64_t h = gcshim_hash(0xB0D7, n);
+        Bytes *data = new_bytes(rng, 64 + 8 * gcshim_split_below(rng, (2048 - 64) / 8 + 1), &h);
         GCSHIM_SET(p, data, data);
         sum += h;
     }
@@ -236,7 +219,7 @@ static Request *parse(uint64_t *rng, uint64_t id, uint64_t *expect)
 /* The request's checksum, read back from memory. */
 static uint64_t checksum(const Request *q)
 {
-    uint64_t sum = mix(0x5E0, q->id);
+    uint64_t sum = gcshim_hash(0x5E0, q->id);
     for (const Field *f = q->fields; f; f = f->next)
         sum += field_hash(f);
     for (unsigned s = 0; s < INDEX_SLOTS; s++) {
@@ -245,13 +228,13 @@ static uint64_t checksum(const Request *q)
             sum += index_hash(s, f->key % INDEX_SLOTS == s ? f->key : ~f->key);
     }
     for (const Part *p = q->parts; p; p = p->next)
-        sum += bytes_hash(mix(0xB0D7, p->seq), p->data);
+        sum += bytes_hash(gcshim_hash(0xB0D7, p->seq), p->data);
     return sum;
 }
 
 static uint64_t result_sum(const Result *r)
 {
-    uint64_t sum = bytes_hash(mix(0xD16E, r->id), r->digest);
+    uint64_t sum = bytes_hash(gcshim_hash(0xD16E, r->id), r->digest);
     unsigned n = 0;
     for (const Field *f = r->fields; f; f = f->next, n++)
         sum += field_hash(f);
@@ -266,7 +249,7 @@ static Result *make_result(uint64_t id, uint64_t sum, Field *fields)
     GCSHIM_SET(r, fields, fields);
     Bytes *d = gcshim_alloc_array(&bytes_type, DIGEST_BYTES);
     for (unsigned i = 0; i < DIGEST_BYTES; i += 8) {
-        uint64_t w = mix(sum, i);
+        uint64_t w = gcshim_hash(sum, i);
         memcpy(d->d + i, &w, sizeof w);
     }
     GCSHIM_SET(r, digest, d);
@@ -308,7 +291,7 @@ static bool serve(Cache *cache, uint64_t *rng, uint64_t id, unsigned me, unsigne
         fail("request checksum", id);
         return false;
     }
-    if (below(rng, KEEP_ONE_IN) == 0) {
+    if (gcshim_split_below(rng, KEEP_ONE_IN) == 0) {
         /* Keep the last RESULT_FIELDS fields of the list (a request has at
          * least 16): `keep` trails `lead` by RESULT_FIELDS nodes. */
         Field *keep = q->fields;
@@ -318,10 +301,10 @@ static bool serve(Cache *cache, uint64_t *rng, uint64_t id, unsigned me, unsigne
         for (; lead; lead = lead->next)
             keep = keep->next;
         size_t own = (CACHE_SLOTS - me + threads - 1) / threads;     /* slots me, me + T, ... */
-        cache_put(cache, me + (size_t)threads * below(rng, own), make_result(id, sum, keep));
+        cache_put(cache, me + (size_t)threads * gcshim_split_below(rng, own), make_result(id, sum, keep));
         ++*kept;
     }
-    size_t slot = below(rng, CACHE_SLOTS);
+    size_t slot = gcshim_split_below(rng, CACHE_SLOTS);
     Result *r = cache_get(cache, slot);
     if (r && result_sum(r) != r->sum) {
         fail("cached result checksum", r->id);

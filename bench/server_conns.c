@@ -104,20 +104,7 @@ static int verbose;
 static atomic_int failed;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static inline uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-static inline uint64_t below(uint64_t *s, uint64_t n) { return ((splitmix(s) >> 32) * n) >> 32; }
-static inline uint64_t mix(uint64_t h, uint64_t w)
-{
-    h = (h ^ w) * 0xFF51AFD7ED558CCDu;
-    return h ^ (h >> 29);
-}
-static inline uint64_t node_hash(const Node *n) { return mix(mix(0x70DE, n->key), n->val); }
+static inline uint64_t node_hash(const Node *n) { return gcshim_hash(gcshim_hash(0x70DE, n->key), n->val); }
 
 static void fail(const char *what, uint64_t id)
 {
@@ -180,14 +167,14 @@ static uint64_t token_sum(const Bytes *t)
 {
     uint64_t h = 0x70CE;
     for (size_t i = 0; i < TOKEN_BYTES / 8; i++)
-        h = mix(h, t->w[i]);
+        h = gcshim_hash(h, t->w[i]);
     return h;
 }
 
 static uint64_t session_sum(const Session *s)
 {
     unsigned n = 0;
-    return mix(mix(tree_sum(s->top, &n), token_sum(s->token)), s->id) + n;
+    return gcshim_hash(gcshim_hash(tree_sum(s->top, &n), token_sum(s->token)), s->id) + n;
 }
 
 /* A session for tree `root` of request `id`. */
@@ -200,7 +187,7 @@ static Session *make_session(uint64_t *rng, const Node *root, uint64_t id)
     GCSHIM_SET(s, top, top);
     Bytes *t = gcshim_alloc_array(&bytes_type, TOKEN_BYTES);
     for (size_t i = 0; i < TOKEN_BYTES / 8; i++)
-        t->w[i] = splitmix(rng);
+        t->w[i] = gcshim_splitmix(rng);
     GCSHIM_SET(s, token, t);
     s->sum = session_sum(s);
     return s;
@@ -217,16 +204,16 @@ static void cache_put(Cache *c, size_t slot, Session *s)
 static bool serve(Cache *cache, uint64_t *rng, uint64_t id, unsigned lane, unsigned lanes, uint64_t *kept)
 {
     Node *root = NULL;
-    unsigned nodes = 15 + (unsigned)below(rng, 241);
+    unsigned nodes = 15 + (unsigned)gcshim_split_below(rng, 241);
     uint64_t expect = 0;
     for (unsigned i = 0; i < nodes; i++)
-        expect += insert(&root, splitmix(rng), i);
+        expect += insert(&root, gcshim_splitmix(rng), i);
 
-    size_t body_bytes = below(rng, BIG_BODY_ONE_IN) == 0 ? 65536 + 8 * below(rng, (262144 - 65536) / 8 + 1)
-                                                         : 512 + 8 * below(rng, (16384 - 512) / 8 + 1);
+    size_t body_bytes = gcshim_split_below(rng, BIG_BODY_ONE_IN) == 0 ? 65536 + 8 * gcshim_split_below(rng, (262144 - 65536) / 8 + 1)
+                                                         : 512 + 8 * gcshim_split_below(rng, (16384 - 512) / 8 + 1);
     Bytes *body = gcshim_alloc_array(&bytes_type, body_bytes);
     size_t words = body_bytes / 8;
-    uint64_t seed = splitmix(rng);
+    uint64_t seed = gcshim_splitmix(rng);
     for (size_t i = 0; i < words; i++)
         body->w[i] = seed + i;
 
@@ -239,9 +226,9 @@ static bool serve(Cache *cache, uint64_t *rng, uint64_t id, unsigned lane, unsig
         fail("request body", id);
         return false;
     }
-    if (below(rng, SESSION_ONE_IN) == 0) {
+    if (gcshim_split_below(rng, SESSION_ONE_IN) == 0) {
         size_t own = (CACHE_SLOTS - lane + lanes - 1) / lanes;     /* slots lane, lane + lanes, ... */
-        cache_put(cache, lane + (size_t)lanes * below(rng, own), make_session(rng, root, id));
+        cache_put(cache, lane + (size_t)lanes * gcshim_split_below(rng, own), make_session(rng, root, id));
         ++*kept;
     }
     return true;
@@ -358,7 +345,7 @@ int main(int argc, char **argv)
         for (size_t s = 0; s < CACHE_SLOTS; s++) {
             Node *root = NULL;
             for (unsigned i = 0; i < 15; i++)
-                insert(&root, splitmix(&rng), i);
+                insert(&root, gcshim_splitmix(&rng), i);
             GCSHIM_STORE(cache, &cache->slot[s], make_session(&rng, root, (uint64_t)1 << 63 | s));
         }
     }
