@@ -59,6 +59,18 @@
 #ifndef SANITIZED
 #define SANITIZED 0
 #endif
+/* TSANITIZED: 1 in a ThreadSanitizer build (its shadow memory takes page
+ * faults of its own, which drown the counts some tests make). */
+#if defined(__SANITIZE_THREAD__)
+#define TSANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TSANITIZED 1
+#endif
+#endif
+#ifndef TSANITIZED
+#define TSANITIZED 0
+#endif
 
 /* Conservative stack scanning cannot see AddressSanitizer's fake stacks. */
 const char *__asan_default_options(void);

@@ -35,14 +35,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 #define MB ((size_t)1 << 20)
 #define NOBJ 48
 #define OBJ_BYTES (MB - 64)
@@ -120,7 +112,7 @@ static NOINLINE long reuse_round(size_t bytes, uint64_t seed)
 
 static int test_reuse(void)
 {
-#ifdef UNDER_TSAN
+#if TSANITIZED
     puts("memory_warm reuse: skipped under ThreadSanitizer (its shadow memory faults)");
     return 77;
 #endif
@@ -193,7 +185,7 @@ static struct refs *volatile kept;   /* a precise root */
 
 static int test_ahead(void)
 {
-#ifdef UNDER_TSAN
+#if TSANITIZED
     puts("memory_warm ahead: skipped under ThreadSanitizer (its shadow memory faults)");
     return 77;
 #endif

@@ -36,14 +36,6 @@
  */
 #include "check.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 #include <sys/resource.h>
 
 /* Internal (the major heap): blocks the last major left for the sweep remain.
@@ -73,7 +65,7 @@ static int by_value(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-#ifdef UNDER_TSAN
+#if TSANITIZED
     printf("prefault: skipped under ThreadSanitizer (its shadow memory's page faults drown the count)\n");
     return 77;
 #endif
