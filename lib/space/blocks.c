@@ -76,9 +76,11 @@ static void space_reset(void)
     space_g.committed = 0;
 }
 
+/* Stored and read atomically where it is read without the gc lock
+ * (lull_space_headroom_bytes, from the memory thread). */
 void lull_space_set_limit(size_t bytes)
 {
-    space_g.limit_blocks = bytes >> LULL_BLOCK_SHIFT;
+    __atomic_store_n(&space_g.limit_blocks, bytes >> LULL_BLOCK_SHIFT, __ATOMIC_RELAXED);
 }
 
 int lull_space_init(size_t reserve)
@@ -572,9 +574,9 @@ void lull_space_release_counts(uint64_t *bytes, uint64_t *calls)
 
 size_t lull_space_headroom_bytes(void)
 {
-    size_t cap = lull_heap_g.nblocks;
-    if (space_g.limit_blocks && space_g.limit_blocks < cap)
-        cap = space_g.limit_blocks;
+    size_t cap = lull_heap_g.nblocks, limit = __atomic_load_n(&space_g.limit_blocks, __ATOMIC_RELAXED);
+    if (limit && limit < cap)
+        cap = limit;
     size_t used = atomic_load_explicit(&space_g.in_use, memory_order_relaxed);
     return used < cap ? (cap - used) << LULL_BLOCK_SHIFT : 0;
 }
