@@ -416,7 +416,7 @@ int lull_set_mode(int mode);
  * when the nursery is 7/8 full; never inside a no-GC region), then the
  * running concurrent mark's marking and precleaning (the background
  * workers stop meanwhile and resume after; the work is checked against
- * the clock every 64 objects or 64 KiB slice), then the last major's lazy
+ * the clock every 64 objects or 16 KiB slice), then the last major's lazy
  * sweep. With LULL_GC_PARAMS background-mark=no the workers never mark:
  * marks advance only in steps (a mark the steps have not ended when the
  * major heap's allowance is used up is finished in its final pause, with

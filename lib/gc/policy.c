@@ -204,6 +204,7 @@ void lull_policy_init(void)
     __atomic_store_n(&policy_g.card_budget, card_budget_for(1), __ATOMIC_RELAXED);
     put(&lull_meter_g.allocated, 0);
     put(&lull_meter_g.mark_start, 0);
+    put(&lull_meter_g.mark_room, 0);
     policy_g.mark_start_ns = 0;
     lull_pacer_init(lull_cfg.heap_growth, lull_cfg.memory_limit);
     put(&lull_meter_g.allowance, lull_pacer_allowance(0, lull_cfg.nursery_size));
@@ -218,6 +219,11 @@ void lull_policy_init(void)
 
 void lull_policy_note_mark_start(void)
 {
+    /* The runway a mark started at its trigger has: one that starts later
+     * (a large allocation jumped past the trigger) keeps it all the same,
+     * so that it is paced, not finished with the world stopped at once. */
+    uint64_t a = lull_meter_g.allowance, t = policy_g.trigger;
+    put(&lull_meter_g.mark_room, a > t ? a - t : a / 8);
     put(&lull_meter_g.mark_start, lull_meter_g.allocated);
     policy_g.mark_start_ns = lull_now_ns();
     policy_g.stepped = false;
@@ -270,6 +276,7 @@ void lull_policy_after_major(uint64_t live_bytes, double done)
     }
     put(&lull_meter_g.allocated, 0);
     put(&lull_meter_g.mark_start, 0);
+    put(&lull_meter_g.mark_room, 0);
     policy_g.mark_start_ns = 0;
     policy_g.live = live_bytes;
     lull_control_note_major();
@@ -820,9 +827,11 @@ static bool major_due(void)
     return allocated_with_pressure() >= policy_g.trigger;
 }
 
+/* The allowance is used up: while a mark runs, its runway (meter.h). */
 static bool over_allowance(void)
 {
-    return lull_meter_g.allocated >= lull_meter_g.allowance;
+    uint64_t end = lull_marking() ? lull_meter_runway_end() : lull_meter_g.allowance;
+    return lull_meter_g.allocated >= end;
 }
 
 /* A synchronous major is worth its pause when synchronous majors are
@@ -885,13 +894,14 @@ void lull_policy_note_step(uint64_t budget_ns)
     policy_g.step_budget_ns = budget_ns;
 }
 
-/* The program got past its allowance by another allowance, and by four
- * nurseries at least (one minor's promotion may take a small heap's whole
- * allowance at once): pacing did not hold it. */
+/* The program got past the running mark's runway (meter.h) by another
+ * allowance, and by four nurseries at least (one minor's promotion may
+ * take a small heap's whole allowance at once): pacing did not hold it. */
 static bool far_past_allowance(void)
 {
     uint64_t a = lull_meter_get(&lull_meter_g.allowance), got = lull_meter_get(&lull_meter_g.allocated);
-    uint64_t over = got > a ? got - a : 0, nursery4 = 4 * (uint64_t)lull_nursery_size();
+    uint64_t end = lull_meter_runway_end();
+    uint64_t over = got > end ? got - end : 0, nursery4 = 4 * (uint64_t)lull_nursery_size();
     return over >= a && over >= nursery4;
 }
 
