@@ -11,7 +11,10 @@
  * blocks ready for the next promotion, their pages touched, twice what
  * minors promote on average (major.c: prepare_batch). After five rounds of
  * warming up, the median minor must take under an eighth of the faults its
- * promotion would take on fresh memory (without the job: one a page).
+ * promotion would take on fresh memory (without the job: one a page), and
+ * the first under a quarter (lull_init posts the job for a nursery's
+ * worth; the first minor also touches the grey stack's sections and such
+ * for the first time).
  *
  * `prefault marking` does the same while a concurrent mark runs, started
  * before the first round and stretched by mark-delay past the last: the
@@ -154,6 +157,11 @@ int main(int argc, char **argv)
         CHECK(ready_in_sweep > 0, "no round saw the blocks ready before the sweep ended: the job prepares them "
               "only after it sweeps");
     }
+    /* The very first minor too: lull_init has the job prepare a nursery's
+     * worth of blocks before anything is measured. */
+    if (!marking && !sweeping)
+        CHECK((uint64_t)f[0] * 4 < promoted_pages, "the first minor took %ld page faults promoting %" PRIu64
+              " pages' worth: its blocks were not prepared at lull_init", f[0], promoted_pages);
     CHECK((uint64_t)median * 8 < promoted_pages, "the median minor took %ld page faults promoting %" PRIu64
           " pages' worth: its blocks were not prepared", median, promoted_pages);
     for (uint32_t i = 0; i < k; i++)     /* k < SLOTS: slot i holds node i */

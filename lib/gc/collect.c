@@ -278,7 +278,7 @@ static void minor_in_pause(lull_pause_record *r, bool may_age)
     r->minor = true;
     r->handed = lull_nursery_handed();
     r->promoted = lull_nursery_collect(may_age);
-    lull_policy_note_promoted(r->promoted);     /* the blocks kept ready for the next (major.c) */
+    lull_policy_note_promoted(r->promoted, r->handed);     /* the blocks kept ready for the next (major.c) */
     lull_policy_note_aging(may_age, r->handed, r->promoted);
     lull_pause_step(r, LULL_STEP_NURSERY);
 }

@@ -9,6 +9,7 @@
 
 #include "gc/collect.h"
 #include "gc/background.h"
+#include "base/gclock.h"
 #include "gc/finalizers.h"
 #include "trace/handles.h"
 #include "gc/policy.h"
@@ -155,6 +156,11 @@ int lull_init(const char *params)
     lull_finalize_init();
     lull_threads_init();
     lull_workers_start(cfg.mark_workers - 1, cfg.major == LULL_MAJOR_CONCURRENT);
+    /* The background job touches the first minor's promotion room now, so
+     * that that minor takes no page fault for it (policy.c sets the size). */
+    lull_gc_lock();
+    lull_major_resume_sweep();
+    lull_gc_unlock();
     lull__barrier.cards = lull_heap_g.cards;
     lull__barrier.mark_cards = lull_heap_g.union_cards;
     lull__barrier.heap_start = lull_heap_g.start;

@@ -38,6 +38,8 @@
  * what a minor costs per nursery byte when it copies most of what it was
  * handed, as a program's first minors do while it builds its data. */
 #define PER_BYTE_NS_UNMEASURED 1.4
+/* The most EMPTY block bytes kept ready for promotion (lull_policy_block_reserve). */
+#define MAX_BLOCK_RESERVE ((uint64_t)64 << 20)
 #define CARD_NS_UNMEASURED 30.0   /* a dirty card's cost before a fit (ns) */
 #define CARD_NS_MIN        5.0
 #define CARD_NS_MAX        2000.0
@@ -77,7 +79,7 @@ static struct {
      * minors outside a concurrent mark [0] and inside one [1]. */
     struct { double mean, var; unsigned n; } err[2];
     bool said_unreachable;      /* the log said once that the target cannot be met */
-    double promoted_ema;        /* bytes a minor promotes (moving average, weight 1/4) */
+    double promoted_ema;        /* share of its nursery bytes a minor promotes (moving average, weight 1/4) */
     bool promoted_known;
     uint64_t over_target;       /* minors whose pause exceeded the target (read by lull_get_stats) */
     /* The card budget (lull_policy_set_card_budgets): the cost of a dirty
@@ -171,7 +173,6 @@ void lull_policy_init(void)
     policy_g.fixed_ns = policy_g.per_byte_ns = policy_g.predicted_ns = 0;
     memset(policy_g.err, 0, sizeof policy_g.err);
     policy_g.promoted_ema = 0;
-    lull_major_set_block_reserve(0);
     policy_g.promoted_known = false;
     __atomic_store_n(&policy_g.over_target, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&policy_g.minors_for_cards, 0, __ATOMIC_RELAXED);
@@ -215,6 +216,9 @@ void lull_policy_init(void)
      * bytes is predicted to miss the target at the unmeasured cost. */
     lull_nursery_resize(size_for_target());
     policy_g.predicted_ns = per_byte_ns() * (double)lull_nursery_size();
+    /* Nothing measured: the first minor may promote its whole nursery, into
+     * blocks made ready ahead (lull_init posts the job that touches them). */
+    lull_major_set_block_reserve(lull_policy_block_reserve());
 }
 
 void lull_policy_note_mark_start(void)
@@ -777,18 +781,25 @@ void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance)
     *allowance = lull_meter_g.allowance;
 }
 
-/* EMPTY blocks kept ready for promotion (space/major.c): twice what a
- * minor promotes on average, at most MAX_BLOCK_RESERVE. */
-#define MAX_BLOCK_RESERVE ((uint64_t)64 << 20)
+/* EMPTY blocks kept ready for promotion (space/major.c): twice what the
+ * next minor is expected to promote, the share of its bytes minors
+ * promote on average times the nursery's size, at most MAX_BLOCK_RESERVE.
+ * The share is learnt from minors handed at least AGING_MIN_SAMPLE: one
+ * run early (young large objects, an explicit call) says little, and
+ * counted in bytes it would empty the reserve the next full one needs.
+ * Until one is measured, a whole nursery (lull_policy_init). */
 uint64_t lull_policy_block_reserve(void)
 {
-    double r = 2 * policy_g.promoted_ema;
+    double share = policy_g.promoted_known ? policy_g.promoted_ema : 0.5;
+    double r = 2 * share * (double)lull_nursery_size();
     return r < (double)MAX_BLOCK_RESERVE ? (uint64_t)r : MAX_BLOCK_RESERVE;
 }
 
-void lull_policy_note_promoted(uint64_t bytes)
+void lull_policy_note_promoted(uint64_t promoted, uint64_t handed)
 {
-    ema(&policy_g.promoted_ema, &policy_g.promoted_known, (double)bytes);
+    if (handed < AGING_MIN_SAMPLE)
+        return;
+    ema(&policy_g.promoted_ema, &policy_g.promoted_known, (double)promoted / (double)handed);
     lull_major_set_block_reserve(lull_policy_block_reserve());
 }
 

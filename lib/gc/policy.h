@@ -71,9 +71,10 @@ void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_
 /* The margin the nursery's size leaves under the pause target for the
  * model's error (policy.c: note_error), now: 1 to 2. */
 double lull_policy_minor_margin(void);
-/* Every minor's promoted bytes (gc lock held), and the EMPTY blocks'
+/* Every minor's promoted bytes and the nursery bytes it was handed (gc
+ * lock held), and the EMPTY blocks'
  * bytes kept ready for the next minor's promotion (major.c). */
-void lull_policy_note_promoted(uint64_t bytes);
+void lull_policy_note_promoted(uint64_t promoted, uint64_t handed);
 uint64_t lull_policy_block_reserve(void);
 /* The pause the model predicts for the next minor, for the log. */
 double lull_policy_predicted_minor_ns(void);

@@ -27,7 +27,7 @@ static void minor(bool asked, uint64_t handed, double ns_per_byte)
     if (asked)
         UCHECK(lull_policy_decide(LULL_POLICY_CARDS, 0, &reason) == LULL_GEN_NURSERY, "a minor for the cards");
     uint64_t trace = (uint64_t)(ns_per_byte * (double)handed);
-    lull_policy_note_promoted(handed / 2);
+    lull_policy_note_promoted(handed / 2, handed);
     lull_policy_set_card_budgets(handed / 2, 1000, trace);
     lull_policy_after_minor(handed, trace, trace + 50000, 0);
 }
