@@ -123,9 +123,10 @@ void lull_trace_conservative(uintptr_t lo, uintptr_t hi, lull_word_fn fn, void *
 #define SECTION_BYTES ((size_t)64 << 10)
 #define SECTION_CAP   ((SECTION_BYTES - sizeof(lull_grey_section)) / sizeof(uintptr_t))
 /* A tracer splits its section for an idle one only if it keeps this many.
- * Small, because graph-shaped heaps keep a shallow grey stack (a few dozen
- * entries): a larger minimum leaves idle workers nothing to take. */
-#define SPLIT_MIN     8u
+ * Small, because a depth-first trace keeps a shallow grey stack (a tree:
+ * about its depth, a graph: a few dozen entries): a larger minimum leaves
+ * idle workers nothing to take (tests/unit/unit_grey_split.c). */
+#define SPLIT_MIN     2u
 
 /* A pool of sections: a LIFO under a mutex. A section is 64 KiB of work,
  * so a pool is touched once per thousands of objects and the lock is
