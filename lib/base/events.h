@@ -39,9 +39,9 @@ enum lull_pause_step {
     LULL_STEP_MARKED,       /* marking, weak references and finalizers done */
     LULL_STEP_SWEEP_BEGIN,        /* the sweep in the pause begins */
     LULL_STEP_SWEPT,        /* ... and is done */
-    LULL_STEP_RESTART,      /* the world is about to run again */
+    LULL_STEP_RESTART,      /* the background job is posted; the world is about to run again */
     LULL_STEP_RESTARTED,    /* every stopped thread may run */
-    LULL_STEP_END,          /* the background job resumed: the pause is over (sets pause_ns) */
+    LULL_STEP_END,          /* parked threads finished: the pause is over (sets pause_ns) */
     LULL_NSTEPS
 };
 
