@@ -174,6 +174,27 @@ void lull_background_request_stop(void)
     wake_background();
 }
 
+/* Deferred wakes (gclock.h): a bit per slot, set under the lock, taken
+ * by the releasing thread after sem_post. A bit another holder sets
+ * meanwhile may be taken by this thread: its wake runs a little early. */
+static void (*_Atomic deferred_fn[LULL_GC_DEFER_SLOTS])(void);
+static atomic_uint deferred;
+
+void lull_gc_defer(unsigned slot, void (*fn)(void))
+{
+    LULL_ASSERT(slot < LULL_GC_DEFER_SLOTS);
+    atomic_store_explicit(&deferred_fn[slot], fn, memory_order_relaxed);
+    atomic_fetch_or_explicit(&deferred, 1u << slot, memory_order_release);
+}
+
+static void run_deferred(void)
+{
+    unsigned d = atomic_exchange_explicit(&deferred, 0, memory_order_acquire);
+    for (unsigned slot = 0; d; slot++, d >>= 1)
+        if (d & 1)
+            atomic_load_explicit(&deferred_fn[slot], memory_order_relaxed)();
+}
+
 void lull_gc_unlock(void)
 {
     LULL_PROBE0(gc_lock_released);
@@ -183,5 +204,7 @@ void lull_gc_unlock(void)
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&bg_waiting, memory_order_relaxed))
         wake_background();
+    if (atomic_load_explicit(&deferred, memory_order_relaxed))
+        run_deferred();
 }
 

@@ -23,6 +23,15 @@ bool lull_gc_trylock_after_waiters(void);
  * lock's next release or a stop request, at most sleep_us (1 ms if 0),
  * without spinning. */
 bool lull_gc_lock_background(unsigned sleep_us);
+/* A wake-up deferred to the gc lock's release (gc lock held): a thread
+ * woken while the lock is held may take the CPU from its holder (a woken
+ * sleeper preempts its waker), and every thread that needs the lock then
+ * waits for the scheduler. fn runs on the releasing thread right after
+ * the release, once however often it was deferred in the hold; `slot`
+ * (below LULL_GC_DEFER_SLOTS) names it. */
+#define LULL_GC_DEFER_SLOTS 4u
+enum { LULL_GC_DEFER_MEMORY = 0 };     /* the memory thread's kick (gc/background.c) */
+void lull_gc_defer(unsigned slot, void (*fn)(void));
 /* In the child of fork() (the forking thread holds the lock): forget the
  * parent's waiters. */
 void lull_gc_lock_after_fork_child(void);

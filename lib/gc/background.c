@@ -90,7 +90,9 @@ void lull_major_resume_sweep(void)
  * pause waits for it (it waits for the gc lock like any thread). mem_g's
  * fields are under mem_g.lock but `started` (gc lock) and the atomics
  * (`idle`, `cold_seen`: a kicker's unlocked look at whether the thread
- * needs waking). */
+ * needs waking; `urgent_kick`: set by a kicker, taken by the wake). A
+ * kicker holds the gc lock, so the wake itself waits for the lock's
+ * release (lull_gc_defer). */
 #define RELEASE_BATCH_BLOCKS 4096u   /* 64 MiB taken off the lists at once */
 #define WARM_BATCH_BLOCKS 256u       /* 4 MiB populated between looks */
 #define WARM_MAX ((uint64_t)32 << 20)
@@ -100,7 +102,7 @@ static struct {
     pthread_cond_t wake;
     pthread_t thread;
     bool started, stop, urgent;
-    atomic_bool idle;
+    atomic_bool idle, urgent_kick;
     _Atomic uint64_t cold_seen;   /* lull_space_cold_blocks() when the thread last looked */
     uint64_t warm_target;         /* bytes of dirty free memory to keep */
     _Atomic uint64_t warm_low;    /* half of it: a kicker wakes the thread below this */
@@ -230,6 +232,15 @@ static bool memory_start(void)
     return true;
 }
 
+/* The kick's wake, after the gc lock's release (lull_gc_defer). */
+static void memory_wake(void)
+{
+    pthread_mutex_lock(&mem_g.lock);
+    mem_g.urgent |= atomic_exchange(&mem_g.urgent_kick, false);
+    pthread_cond_signal(&mem_g.wake);
+    pthread_mutex_unlock(&mem_g.lock);
+}
+
 void lull_memory_kick(void)
 {
     bool cold = lull_space_cold_blocks() != atomic_load(&mem_g.cold_seen) ||
@@ -239,10 +250,9 @@ void lull_memory_kick(void)
     /* Near the soft limit the memory goes back now, whatever the delay. */
     bool urgent = near_limit();
     if (urgent || cold || release_delay() == 0 || atomic_load(&mem_g.idle)) {
-        pthread_mutex_lock(&mem_g.lock);
-        mem_g.urgent |= urgent;
-        pthread_cond_signal(&mem_g.wake);
-        pthread_mutex_unlock(&mem_g.lock);
+        if (urgent)
+            atomic_store(&mem_g.urgent_kick, true);
+        lull_gc_defer(LULL_GC_DEFER_MEMORY, memory_wake);
     }
 }
 
