@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/gclock.h"
 #include "space/heap.h"
 #include "unit.h"
 
@@ -65,7 +66,9 @@ static uintptr_t ask(void)
 int main(void)
 {
     UCHECK(lull_init(NULL) == 0, "lull_init");
+    lull_gc_lock();                 /* the block space's rule (the background job prepares blocks too) */
     block = lull_space_alloc(1);
+    lull_gc_unlock();
     UCHECK(block != LULL_NO_BLOCK, "a free block");
     uintptr_t addr = lull_block_addr(block), lo = lull_los_young_lo, hi = lull_los_young_hi;
     /* The block lies among young large objects. */
@@ -83,7 +86,9 @@ int main(void)
     lull_block_set_state(&lull_heap_g.blocks[block], LULL_BLOCK_FREE);
     lull_los_young_lo = lo;
     lull_los_young_hi = hi;
+    lull_gc_lock();
     lull_space_free(block, 1);
+    lull_gc_unlock();
     lull_shutdown();
     puts("unit_young_large_state: ok");
     return 0;
