@@ -11,6 +11,7 @@
  * block space (the memory thread below returns them to the OS after the
  * decay), then prepares blocks again. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -84,22 +85,25 @@ void lull_major_resume_sweep(void)
  * than a sixteenth of the delay after the last batch); near the soft
  * memory limit, at once. Both without the gc lock across madvise.
  *
- * It is started at the first kick and sleeps on a condition variable:
+ * It is started at the first kick and sleeps on a futex word (wake_seq):
  * untimed when nothing is free or wanted, else until the next run is due
- * or the target lapses. It never attaches, never touches objects, and no
+ * or the target lapses. A kicker bumps the word and wakes it without
+ * taking mem_g.lock: the kick runs on a program thread after the gc lock's
+ * release, where a pause may stop it, and a thread stopped holding a lock
+ * another program thread waits for would stall the pause. It never attaches, never touches objects, and no
  * pause waits for it (it waits for the gc lock like any thread). mem_g's
  * fields are under mem_g.lock but `started` (gc lock) and the atomics
  * (`idle`, `cold_seen`: a kicker's unlocked look at whether the thread
- * needs waking; `urgent_kick`: set by a kicker, taken by the wake). A
- * kicker holds the gc lock, so the wake itself waits for the lock's
- * release (lull_gc_defer). */
+ * needs waking; `urgent_kick`: set by a kicker, taken by the thread;
+ * `wake_seq`). A kicker holds the gc lock, so the wake itself waits for
+ * the lock's release (lull_gc_defer). */
 #define RELEASE_BATCH_BLOCKS 4096u   /* 64 MiB taken off the lists at once */
 #define WARM_BATCH_BLOCKS 256u       /* 4 MiB populated between looks */
 #define WARM_MAX ((uint64_t)32 << 20)
 
 static struct {
     pthread_mutex_t lock;
-    pthread_cond_t wake;
+    _Atomic unsigned wake_seq;
     pthread_t thread;
     bool started, stop, urgent;
     atomic_bool idle, urgent_kick;
@@ -114,10 +118,26 @@ static uint64_t release_delay(void)
     return lull_cfg.release_delay_ns;
 }
 
-static void wait_until(uint64_t when_ns)
+/* Sleep until when_ns (lull_now_ns's clock; 0: untimed) or a wake that
+ * came after `seen` was read, mem_g.lock released meanwhile. */
+static void wait_until(uint64_t when_ns, unsigned seen)
 {
-    struct timespec ts = { .tv_sec = (time_t)(when_ns / 1000000000u), .tv_nsec = (long)(when_ns % 1000000000u) };
-    pthread_cond_timedwait(&mem_g.wake, &mem_g.lock, &ts);
+    long ns = -1;
+    if (when_ns) {
+        uint64_t now = lull_now_ns();
+        if (when_ns <= now)
+            return;
+        ns = when_ns - now > (uint64_t)LONG_MAX ? LONG_MAX : (long)(when_ns - now);
+    }
+    pthread_mutex_unlock(&mem_g.lock);
+    lull_futex_wait(&mem_g.wake_seq, seen, ns);
+    pthread_mutex_lock(&mem_g.lock);
+}
+
+static void wake_thread(void)
+{
+    atomic_fetch_add(&mem_g.wake_seq, 1);
+    lull_futex_wake(&mem_g.wake_seq, 1);
 }
 
 static bool near_limit(void)
@@ -152,17 +172,17 @@ static void update_target(uint64_t now)
 
 /* Nothing to warm or release: sleep until the target lapses, or untimed
  * (idle) when there is neither a target nor free memory. */
-static void memory_sleep(void)
+static void memory_sleep(unsigned seen)
 {
     if (mem_g.warm_target) {
-        wait_until(mem_g.last_cold_ns + release_delay());
+        wait_until(mem_g.last_cold_ns + release_delay(), seen);
         return;
     }
     /* Idle, then look again: a kicker stores its free run or cold block
      * before it reads idle (both sequentially consistent). */
     atomic_store(&mem_g.idle, true);
     if (!lull_space_oldest_dirty_ns() && lull_space_cold_blocks() == atomic_load(&mem_g.cold_seen) && !mem_g.stop)
-        pthread_cond_wait(&mem_g.wake, &mem_g.lock);
+        wait_until(0, seen);
     atomic_store(&mem_g.idle, false);
 }
 
@@ -172,6 +192,8 @@ static void *memory_main(void *arg)
     uint64_t last = 0;
     pthread_mutex_lock(&mem_g.lock);
     while (!mem_g.stop) {
+        unsigned seen = atomic_load(&mem_g.wake_seq);   /* before anything is looked at: no wake is lost */
+        mem_g.urgent |= atomic_exchange(&mem_g.urgent_kick, false);
         uint64_t now = lull_now_ns();
         update_target(now);
         uint64_t target = mem_g.warm_target;
@@ -184,7 +206,7 @@ static void *memory_main(void *arg)
         }
         uint64_t oldest = lull_space_oldest_dirty_ns();
         if (!oldest || lull_space_dirty_bytes() <= target) {
-            memory_sleep();
+            memory_sleep(seen);
             continue;
         }
         uint64_t delay = mem_g.urgent ? 0 : release_delay();
@@ -192,7 +214,7 @@ static void *memory_main(void *arg)
         if (due < gap)
             due = gap;
         if (due > now) {
-            wait_until(due);
+            wait_until(due, seen);
             continue;
         }
         mem_g.urgent = false;
@@ -210,35 +232,18 @@ static bool memory_start(void)
 {
     if (mem_g.started)
         return true;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    int r = pthread_cond_init(&mem_g.wake, &ca);
-    pthread_condattr_destroy(&ca);
-    if (r != 0)
-        return false;
     mem_g.stop = mem_g.urgent = false;
     mem_g.warm_target = 0;
     atomic_store(&mem_g.warm_low, 0);
     atomic_store(&mem_g.idle, false);
     atomic_store(&mem_g.cold_seen, lull_space_cold_blocks());
     if (pthread_create(&mem_g.thread, NULL, memory_main, NULL) != 0) {
-        pthread_cond_destroy(&mem_g.wake);
         lull_warn("lull", "cannot start the memory thread: free memory stays resident until lull_release_memory");
         return false;
     }
     pthread_setname_np(mem_g.thread, "lull-memory");
     mem_g.started = true;
     return true;
-}
-
-/* The kick's wake, after the gc lock's release (lull_gc_defer). */
-static void memory_wake(void)
-{
-    pthread_mutex_lock(&mem_g.lock);
-    mem_g.urgent |= atomic_exchange(&mem_g.urgent_kick, false);
-    pthread_cond_signal(&mem_g.wake);
-    pthread_mutex_unlock(&mem_g.lock);
 }
 
 void lull_memory_kick(void)
@@ -252,7 +257,7 @@ void lull_memory_kick(void)
     if (urgent || cold || release_delay() == 0 || atomic_load(&mem_g.idle)) {
         if (urgent)
             atomic_store(&mem_g.urgent_kick, true);
-        lull_gc_defer(LULL_GC_DEFER_MEMORY, memory_wake);
+        lull_gc_defer(LULL_GC_DEFER_MEMORY, wake_thread);   /* after the gc lock's release */
     }
 }
 
@@ -262,10 +267,9 @@ void lull_memory_stop(void)
         return;
     pthread_mutex_lock(&mem_g.lock);
     mem_g.stop = true;
-    pthread_cond_signal(&mem_g.wake);
     pthread_mutex_unlock(&mem_g.lock);
+    wake_thread();
     pthread_join(mem_g.thread, NULL);
-    pthread_cond_destroy(&mem_g.wake);
     mem_g.started = false;
 }
 
