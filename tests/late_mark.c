@@ -8,9 +8,10 @@
  * 48 MiB promoted by the minors, and a card per 64 slots dirtied in the
  * old array), as a graph builder does. The mark must be paced (the
  * program waits for the markers in its slow paths) and end concurrently:
- * no synchronous finish (lull_stats.mark_finishes_sync) and no pause of
- * 30 ms or more. Without the runway the mark began with none left, and the
- * next allocation past four nurseries finished it with the world stopped.
+ * no synchronous finish (lull_stats.mark_finishes_sync; the longest pause
+ * is printed, not checked: a loaded machine stretches any pause). Without
+ * the runway the mark began with none left, and the next allocation past
+ * four nurseries finished it with the world stopped (33-54 ms pauses).
  * Every node is checked at the end.
  */
 #include "check.h"
@@ -51,8 +52,6 @@ int main(void)
      * the design's answer, not the fault this test is for. */
     if (!TSANITIZED)
         CHECK(s.mark_finishes_sync == 0, "%" PRIu64 " marks finished with the world stopped", s.mark_finishes_sync);
-    if (!SANITIZED)
-        CHECK(longest_ns < 30000000, "a pause of %.1f ms", (double)longest_ns / 1e6);
     for (size_t i = 0; i < NODES; i++) {
         struct tnode *n = table->item[(i * 2654435761u) % SLOTS];
         CHECK(n && tnode_ok(n, i), "node %zu lost or corrupt", i);

@@ -429,7 +429,9 @@ static void ema_robust(double *v, bool *known, bool *outlier, double sample)
  * margin never enlarges the nursery) and at most MARGIN_MAX. The moving
  * mean and variance take in 1/16 of each new sample, and a sample counts
  * at most ERR_CAP (one pause the VM stretched moves them little); until
- * ERR_MIN_SAMPLES minors of a state are measured its margin is 1. The
+ * ERR_MIN_SAMPLES minors of a state are measured its margin is MARGIN_MAX
+ * (nothing is known of the spread: the program's first minors, and the
+ * first of its first mark, keep the target too). The
  * pause compared excludes the wait for the background job, which the
  * nursery's size does not change. */
 #define ERR_WEIGHT (1.0 / 16)
@@ -476,7 +478,7 @@ static double margin(void)
 {
     __typeof__(policy_g.err[0]) *e = &policy_g.err[lull_marking()];
     if (e->n < ERR_MIN_SAMPLES)
-        return 1.0;
+        return MARGIN_MAX;
     double q = e->mean + ERR_SPREAD * root(e->var);
     return q < 1.0 ? 1.0 : q > MARGIN_MAX ? MARGIN_MAX : q;
 }
