@@ -62,6 +62,7 @@ typedef struct lull_thread {
     /* allocation */
     lull__tlab_t *tlab;                  /* the thread's lull__tlab (TLS), or parked_tlab */
     uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
+    uint32_t  refills_unasked;           /* TLAB refills since it last asked the policy (alloc.c); this thread only */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
     /* Allocations outside the TLAB's bump (medium, large, pinned objects
