@@ -12,8 +12,9 @@
  * holds it).
  *
  * Critical regions: a thread that is between taking a slot from its free
- * list and writing the object's header must not be stopped there (the slot
- * would look free to the sweep), or between loading a handle's slot word
+ * list (or a large object's run) and writing the object's header must not
+ * be stopped there (the slot would look free to the sweep, the run's young
+ * object unreached and headerless to a minor), or between loading a handle's slot word
  * and extracting the plain pointer from it (trace/handles.c: the word is no
  * address the conservative scan knows). It sets in_critical; the suspend
  * handler (base/stw.c), finding it set, only notes pending_suspend and

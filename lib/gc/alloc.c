@@ -16,7 +16,8 @@
  * An empty list is refilled in a batch with the gc lock held (collect if
  * the allowance is used up; on failure collect, release empty blocks and
  * try once more), and popped after it is released. A large object takes
- * the gc lock for its run of blocks. lull_stats counts what took a global
+ * the gc lock for its run of blocks and zeroes a reused run after
+ * releasing it, inside a critical region. lull_stats counts what took a global
  * lock, the gc lock or the nursery lock (alloc_locked). */
 #include <errno.h>
 #include <stdatomic.h>
@@ -250,31 +251,42 @@ static void *alloc_small_slow(lull_thread *t, const lull_type *type, size_t byte
     return fail_enomem();
 }
 
-/* A large object: a run of blocks, gc lock held only to take the run (the
- * space's runs read as zero: nothing to clear). */
+/* A large object: a run of blocks, gc lock held only to take the run. A
+ * reused run is zeroed after the lock is released, inside a critical
+ * region entered before it (heap.h: lull_los_alloc), so that no pause
+ * sees the object before its header and no other thread waits for the
+ * memset; a clean run reads as zero. */
 static void *alloc_large(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
 {
     pace_allocation();
     lull_gc_lock();
     lull_thread_count(&t->alloc_locked);
     collect_if(LULL_POLICY_SLOW_ALLOC, 0);
-    uintptr_t *p = lull_los_alloc(bytes);
+    bool dirty = false;
+    uintptr_t *p = lull_los_alloc(bytes, &dirty);
     if (!p) {
         reclaim_for_retry();
-        p = lull_los_alloc(bytes);
-    }
-    if (p) {
-        LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
-        /* Header last: the object exists for the collector from here on. */
-        if (length)
-            p[1] = length;
-        publish_major(p, type, tag, lull_young_large_at((uintptr_t)p) == (uintptr_t)p);
-        t->last_alloc = (uintptr_t)p;
-        lull_thread_count_alloc(t, bytes);
+        p = lull_los_alloc(bytes, &dirty);
     }
     lull_memory_kick();   /* blocks it took cold: the memory thread touches the next ones ahead */
+    if (!p) {
+        lull_gc_unlock();
+        return fail_enomem();
+    }
+    bool young = lull_young_large_at((uintptr_t)p) == (uintptr_t)p;   /* the young range: gc lock */
+    lull_enter_critical(t);
     lull_gc_unlock();
-    return p ? (void *)p : fail_enomem();
+    if (dirty)
+        memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
+    LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
+    /* Header last: the object exists for the collector from here on. */
+    if (length)
+        p[1] = length;
+    publish_major(p, type, tag, young);
+    t->last_alloc = (uintptr_t)p;
+    lull_exit_critical(t);
+    lull_thread_count_alloc(t, bytes);
+    return p;
 }
 
 /* LULL_GC_DEBUG=collect-every=N: a collection every N allocations, every

@@ -86,19 +86,17 @@ static void young_add(uint32_t idx, uint32_t seen)
     publish_young();
 }
 
-void *lull_los_alloc(size_t bytes)
+void *lull_los_alloc(size_t bytes, bool *dirty_out)
 {
     size_t nb = (bytes + LULL_BLOCK_SIZE - 1) >> LULL_BLOCK_SHIFT;
     if (nb > UINT32_MAX / 2)
         return NULL;
     uint32_t n = (uint32_t)nb;
-    bool dirty;
-    uint32_t idx = lull_space_alloc_any(n, &dirty);
+    uint32_t idx = lull_space_alloc_any(n, dirty_out);
     if (idx == LULL_NO_BLOCK)
         return NULL;
-    /* A reused run holds old bytes; a clean one reads as zero already. */
-    if (dirty)
-        memset((void *)lull_block_addr(idx), 0, lull_align_up(bytes, sizeof(uintptr_t)));
+    /* A reused run holds old bytes: the caller zeroes it, outside the gc
+     * lock (heap.h); a clean one reads as zero already. */
     lull_block *head = &lull_heap_g.blocks[idx];
     head->run_len = n;
     head->large_size = bytes;
