@@ -284,6 +284,7 @@ static void *alloc_large(lull_thread *t, const lull_type *type, size_t bytes, si
         p[1] = length;
     publish_major(p, type, tag, young);
     t->last_alloc = (uintptr_t)p;
+    lull_los_published();
     lull_exit_critical(t);
     lull_thread_count_alloc(t, bytes);
     return p;

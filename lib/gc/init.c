@@ -48,6 +48,7 @@ static void fork_prepare(void)
     pthread_mutex_lock(&init_g.init_lock);
     if (lull_is_initialised()) {
         lull_gc_lock();
+        lull_los_wait_published();        /* no large object still being zeroed (heap.h) */
         lull_workers_stop_background();   /* a mark's grey objects are held, in both processes */
         lull_registry_lock();             /* no attach in flight */
         lull_nursery_lock_for_fork();     /* no TLAB refill in flight */
