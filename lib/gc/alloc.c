@@ -393,9 +393,15 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
                 return NULL;
             }
             if (!lull_nursery_refill(t, sz)) {
-                if (!lull_nursery_promotion_failed())
+                /* Other threads refill without the gc lock: if they took
+                 * TLABs since the minor, the nursery had room, and it is
+                 * not pinned full; try again (a minor, or once more). */
+                bool taken = lull_nursery_handed() > 0;
+                if (!taken && !lull_nursery_promotion_failed())
                     lull_nursery_degrade();
                 lull_gc_unlock();
+                if (taken)
+                    continue;
                 return NULL;
             }
         }
