@@ -542,9 +542,11 @@ typedef struct lull_stats {
     uint64_t mark_finishes_sync;
     /* Allocations that did not bump a TLAB (objects over
      * LULL__TLAB_MAX_OBJECT, lull_alloc_pinned, and the allocation that
-     * refilled a TLAB), and how many of those took the gc lock (a thread
-     * cache's batch refill, a large object, a TLAB refill, a collection):
-     * the rest came from the thread's own caches without a lock. Since
+     * refilled a TLAB), and how many of those took a lock shared by all
+     * threads: the gc lock (a thread cache's batch refill, a large object,
+     * a collection) or the nursery's lock (every TLAB refill, held only to
+     * cut the TLAB, never while it is zeroed or a collection runs); the
+     * rest came from the thread's own caches without a lock. Since
      * lull_init, every thread, attached or gone. */
     uint64_t alloc_outside_tlab;
     uint64_t alloc_locked;

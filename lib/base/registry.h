@@ -12,8 +12,9 @@
  * holds it).
  *
  * Critical regions: a thread that is between taking a slot from its free
- * list and writing the object's header must not be stopped there (the slot
- * would look free to the sweep), or between loading a handle's slot word
+ * list (or a large object's run) and writing the object's header must not
+ * be stopped there (the slot would look free to the sweep, the run's young
+ * object unreached and headerless to a minor), or between loading a handle's slot word
  * and extracting the plain pointer from it (trace/handles.c: the word is no
  * address the conservative scan knows). It sets in_critical; the suspend
  * handler (base/stw.c), finding it set, only notes pending_suspend and
@@ -62,6 +63,7 @@ typedef struct lull_thread {
     /* allocation */
     lull__tlab_t *tlab;                  /* the thread's lull__tlab (TLS), or parked_tlab */
     uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
+    uint32_t  refills_unasked;           /* TLAB refills since it last asked the policy (alloc.c); this thread only */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
     /* Allocations outside the TLAB's bump (medium, large, pinned objects

@@ -4,8 +4,10 @@
  * the nursery from the thread's TLAB by the inline fast path in lull.h.
  * lull__alloc_slow checks the type (and caches it for the fast path),
  * allocates from the TLAB, and refills it from the nursery's fragments
- * under the gc lock; an exhausted nursery means a minor collection (a major
- * one when the major heap's allowance is used up).
+ * under the nursery lock alone (space/nursery.h), zeroing it outside any
+ * lock; the gc lock only when the nursery is exhausted (a minor
+ * collection, a major one when the major heap's allowance is used up) and
+ * every few refills, if free, to ask the policy.
  *
  * Bigger objects and lull_alloc_pinned go to the major heap: pop a slot
  * from the thread's free list for (pointer-free?, size class), zero it,
@@ -14,8 +16,9 @@
  * An empty list is refilled in a batch with the gc lock held (collect if
  * the allowance is used up; on failure collect, release empty blocks and
  * try once more), and popped after it is released. A large object takes
- * the gc lock for its run of blocks. lull_stats counts what took the lock
- * (alloc_locked). */
+ * the gc lock for its run of blocks and zeroes a reused run after
+ * releasing it, inside a critical region. lull_stats counts what took a global
+ * lock, the gc lock or the nursery lock (alloc_locked). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -248,31 +251,43 @@ static void *alloc_small_slow(lull_thread *t, const lull_type *type, size_t byte
     return fail_enomem();
 }
 
-/* A large object: a run of blocks, gc lock held only to take the run (the
- * space's runs read as zero: nothing to clear). */
+/* A large object: a run of blocks, gc lock held only to take the run. A
+ * reused run is zeroed after the lock is released, inside a critical
+ * region entered before it (heap.h: lull_los_alloc), so that no pause
+ * sees the object before its header and no other thread waits for the
+ * memset; a clean run reads as zero. */
 static void *alloc_large(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
 {
     pace_allocation();
     lull_gc_lock();
     lull_thread_count(&t->alloc_locked);
     collect_if(LULL_POLICY_SLOW_ALLOC, 0);
-    uintptr_t *p = lull_los_alloc(bytes);
+    bool dirty = false;
+    uintptr_t *p = lull_los_alloc(bytes, &dirty);
     if (!p) {
         reclaim_for_retry();
-        p = lull_los_alloc(bytes);
-    }
-    if (p) {
-        LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
-        /* Header last: the object exists for the collector from here on. */
-        if (length)
-            p[1] = length;
-        publish_major(p, type, tag, lull_young_large_at((uintptr_t)p) == (uintptr_t)p);
-        t->last_alloc = (uintptr_t)p;
-        lull_thread_count_alloc(t, bytes);
+        p = lull_los_alloc(bytes, &dirty);
     }
     lull_memory_kick();   /* blocks it took cold: the memory thread touches the next ones ahead */
+    if (!p) {
+        lull_gc_unlock();
+        return fail_enomem();
+    }
+    bool young = lull_young_large_at((uintptr_t)p) == (uintptr_t)p;   /* the young range: gc lock */
+    lull_enter_critical(t);
     lull_gc_unlock();
-    return p ? (void *)p : fail_enomem();
+    if (dirty)
+        memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
+    LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
+    /* Header last: the object exists for the collector from here on. */
+    if (length)
+        p[1] = length;
+    publish_major(p, type, tag, young);
+    t->last_alloc = (uintptr_t)p;
+    lull_los_published();
+    lull_exit_critical(t);
+    lull_thread_count_alloc(t, bytes);
+    return p;
 }
 
 /* LULL_GC_DEBUG=collect-every=N: a collection every N allocations, every
@@ -305,9 +320,35 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
     return alloc_small_slow(t, type, bytes, length, tag);
 }
 
+/* A TLAB refill asks the policy (with the gc lock) only every
+ * POLICY_EVERY refills of its thread, or at the next one when a done mark
+ * waits for its final pause or a detached thread's record waits to be
+ * handed back, and then only if the gc lock is free: its holder is
+ * collecting, or will ask itself. What the policy answers at a refill
+ * depends on the mark and the major heap (whose own slow paths ask every
+ * time), not on the nursery, whose exhaustion is the refill's own failure
+ * (below); so a refill never waits for the gc lock while the nursery has
+ * room. */
+#define POLICY_EVERY 16u
+static void refill_asks_policy(lull_thread *t)
+{
+    if (++t->refills_unasked < POLICY_EVERY && !lull_threads_parked_pending() &&
+        !(lull_marking() && lull_mark_ready()))
+        return;
+    if (!lull_gc_trylock())
+        return;
+    t->refills_unasked = 0;
+    lull_threads_finish_parked();
+    collect_if(LULL_POLICY_SLOW_ALLOC, 0);
+    lull_gc_unlock();
+}
+
 /* Bump-allocate from the thread's TLAB, refilling it (and collecting when
- * the nursery is exhausted). NULL: the nursery has no room even after a
- * collection (everything in it pinned); the caller goes to the major heap. */
+ * the nursery is exhausted). A refill takes the nursery lock (counted in
+ * alloc_locked), the gc lock only to ask the policy now and then (above)
+ * or when the nursery has no room. NULL: the nursery has no room even
+ * after a collection (everything in it pinned); the caller goes to the
+ * major heap. */
 static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, size_t length, bool array)
 {
     lull__tlab_t *tl = t->tlab;
@@ -326,9 +367,12 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
         if (attempt == 2 || lull_control_nursery_closed())
             return NULL;        /* closed: collections are held (control.h) */
         pace_allocation();
-        lull_gc_lock();
         lull_thread_count(&t->alloc_outside_tlab);
         lull_thread_count(&t->alloc_locked);
+        refill_asks_policy(t);
+        if (lull_nursery_refill(t, sz))
+            continue;
+        lull_gc_lock();
         lull_threads_finish_parked();
         collect_if(LULL_POLICY_SLOW_ALLOC, 0);
         if (!lull_nursery_refill(t, sz)) {
@@ -349,9 +393,15 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
                 return NULL;
             }
             if (!lull_nursery_refill(t, sz)) {
-                if (!lull_nursery_promotion_failed())
+                /* Other threads refill without the gc lock: if they took
+                 * TLABs since the minor, the nursery had room, and it is
+                 * not pinned full; try again (a minor, or once more). */
+                bool taken = lull_nursery_handed() > 0;
+                if (!taken && !lull_nursery_promotion_failed())
                     lull_nursery_degrade();
                 lull_gc_unlock();
+                if (taken)
+                    continue;
                 return NULL;
             }
         }

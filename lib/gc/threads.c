@@ -176,6 +176,11 @@ void lull_threads_finish_parked(void)
     lull_registry_unlock();
 }
 
+bool lull_threads_parked_pending(void)
+{
+    return atomic_load_explicit(&threads_g.parked, memory_order_relaxed) != 0;
+}
+
 /* Detach. With the gc lock free, at once; while another thread holds it
  * (a collection, a sweep, a slow path), the record is parked instead
  * (registry.h): its TLAB copied into it, skipped by pauses and root scans

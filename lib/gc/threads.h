@@ -3,6 +3,7 @@
 #ifndef LULL_THREADS_H
 #define LULL_THREADS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/registry.h"
@@ -14,6 +15,8 @@ void lull_threads_detach(void);
  * elsewhere (registry.h: parked records); gc lock held. A load when there
  * is none. */
 void lull_threads_finish_parked(void);
+/* Whether a parked record waits for it (any thread, no lock: a hint). */
+bool lull_threads_parked_pending(void);
 
 /* In the child of fork(), gc lock held: only the forking thread exists;
  * forget every other thread (their stacks are no longer roots). */

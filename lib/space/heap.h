@@ -535,9 +535,20 @@ static inline void lull_prefetch_card(uintptr_t base, size_t c, uintptr_t slot_s
 }
 
 /* ---- large objects (los.c) ---- */
-/* A zeroed large object of `bytes`, or NULL when no run can be had. */
+/* A large object of `bytes` (gc lock held), or NULL when no run can be
+ * had. *dirty: the run was reused and holds old bytes, which the caller
+ * zeroes (its first align_up(bytes, 8)) before it writes the header,
+ * inside a critical region entered before the gc lock is released, so
+ * that no pause sees the object between the two; else it reads as zero. */
 void     lull_los_init(void);    /* lull_init: no young large object */
-void    *lull_los_alloc(size_t bytes);
+void    *lull_los_alloc(size_t bytes, bool *dirty);
+/* The caller of lull_los_alloc wrote the object's header (any lock). The
+ * objects between the two are counted: fork's prepare handler, with the
+ * gc lock held (so that none is added), waits for none to be left
+ * (lull_los_wait_published), so that no child sees a run still to be
+ * zeroed whose owner does not exist there. */
+void     lull_los_published(void);
+void     lull_los_wait_published(void);
 uint64_t lull_los_sweep(void);
 
 /* Young large objects. A large object allocated since the last minor is

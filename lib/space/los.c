@@ -12,6 +12,8 @@
  * each tail block points to the head (lull_large_head), so an interior
  * pointer anywhere in the run finds the object; every young large object
  * lies in [lull_los_young_lo, lull_los_young_hi). */
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "base/config.h"
@@ -34,6 +36,11 @@ static struct {
  * there is none): a minor's slot test against it spares most slots a
  * descriptor lookup. Written under the gc lock, read by a minor's tracers. */
 uintptr_t lull_los_young_lo, lull_los_young_hi;
+
+/* Large objects handed out whose header is not written yet (heap.h:
+ * lull_los_published): raised under the gc lock, lowered by their
+ * threads without it. */
+static atomic_uint unpublished;
 
 /* The same range for the write barrier (lull.h), which reads it without
  * the lock. Between minors it only grows (a minor rebuilds it with the
@@ -86,19 +93,17 @@ static void young_add(uint32_t idx, uint32_t seen)
     publish_young();
 }
 
-void *lull_los_alloc(size_t bytes)
+void *lull_los_alloc(size_t bytes, bool *dirty_out)
 {
     size_t nb = (bytes + LULL_BLOCK_SIZE - 1) >> LULL_BLOCK_SHIFT;
     if (nb > UINT32_MAX / 2)
         return NULL;
     uint32_t n = (uint32_t)nb;
-    bool dirty;
-    uint32_t idx = lull_space_alloc_any(n, &dirty);
+    uint32_t idx = lull_space_alloc_any(n, dirty_out);
     if (idx == LULL_NO_BLOCK)
         return NULL;
-    /* A reused run holds old bytes; a clean one reads as zero already. */
-    if (dirty)
-        memset((void *)lull_block_addr(idx), 0, lull_align_up(bytes, sizeof(uintptr_t)));
+    /* A reused run holds old bytes: the caller zeroes it, outside the gc
+     * lock (heap.h); a clean one reads as zero already. */
     lull_block *head = &lull_heap_g.blocks[idx];
     head->run_len = n;
     head->large_size = bytes;
@@ -116,7 +121,19 @@ void *lull_los_alloc(size_t bytes)
     else
         __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
     lull_meter_allocated(bytes);
+    atomic_fetch_add_explicit(&unpublished, 1, memory_order_relaxed);
     return (void *)lull_block_addr(idx);
+}
+
+void lull_los_published(void)
+{
+    atomic_fetch_sub_explicit(&unpublished, 1, memory_order_release);
+}
+
+void lull_los_wait_published(void)
+{
+    while (atomic_load_explicit(&unpublished, memory_order_acquire))
+        sched_yield();
 }
 
 uint64_t lull_los_sweep(void)

@@ -2,9 +2,19 @@
  * degraded mode, the nursery log and its walks and lookups, fragments and
  * their rebuild at the end of a minor, the aging space's chunks, resizing.
  *
- * Callers: the allocation paths and the policy (gc lock held), the pauses
+ * Callers: TLAB refills (the nursery lock, below, inside a critical
+ * region), the allocation paths and the policy (gc lock held), the pauses
  * and the minor's tracers (world stopped). Uses only the block space and
  * base: the minor that copies out of the nursery is trace/minor.c.
+ *
+ * The nursery lock: a mutex of this space alone, taken by a TLAB refill
+ * to cut its range and log it, by the gc lock's holder to read or change
+ * the fragments (lull_nursery_room, lull_nursery_resize), and by a
+ * minor's beginning and end. It is taken only inside a critical region
+ * (base/registry.h) or with the gc lock held, held for bookkeeping only
+ * (never around a TLAB's memset, a wait or another lock), so no thread is
+ * ever stopped holding it and a pause's stopper may take it with the
+ * world stopped. Order: gc lock, registry lock, nursery lock.
  *
  * Invariants: the log's ranges are disjoint, inside the nursery and
  * walkable (objects or zero); it is sorted whenever the world is stopped
@@ -15,6 +25,7 @@
 #include "space/meter.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,12 +69,15 @@ typedef struct excl {
     bool      gap;       /* the gap after a used-up TLAB: neither fragment nor logged */
 } excl;
 
-/* The nursery's state: one instance, written by the thread that holds the
- * gc lock (refills, resizes) or has stopped the world (a minor). While a
- * minor's tracers copy they touch only the aged list (an atomic index),
- * the aging space under their promotion lock (lull_nursery_age_chunk) and
- * promotion_failed. */
+/* The nursery's state: one instance. The fragments, the log's length and
+ * order, and `handed` are written with the nursery lock held (refills,
+ * resizes, a minor's end); a logged range's end by its TLAB's thread (a
+ * retire) or with the world stopped; the rest by the gc lock's holder or
+ * with the world stopped. While a minor's tracers copy they touch only
+ * the aged list (an atomic index), the aging space under their promotion
+ * lock (lull_nursery_age_chunk) and promotion_failed. */
 static struct {
+    pthread_mutex_t lock;         /* the nursery lock (above) */
     uint32_t first_block, nblocks;
 
     /* TLABs are cut from [lull_nursery_start, limit), sized by the pause
@@ -72,7 +86,7 @@ static struct {
      * what the last minor left pinned below the limit. */
     uintptr_t limit;
     size_t room;
-    uint64_t handed;              /* bytes handed out in TLABs since the last minor */
+    uint64_t handed;              /* bytes handed out in TLABs since the last minor (atomic: read unlocked) */
     uint64_t kept;                /* bytes the last minor left in place, pinned */
     lull_nursery_minor_stats last;   /* the last minor's figures (lull_nursery_note_minor) */
     /* Degraded mode: bytes allocations may still take from the major heap
@@ -110,7 +124,27 @@ static struct {
      * the last rebuild's stay sorted for lull_nursery_resize. */
     excl *excls;
     size_t excls_cap, nexcls;
-} nursery_g;
+} nursery_g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void nursery_lock(void)
+{
+    pthread_mutex_lock(&nursery_g.lock);
+}
+
+static void nursery_unlock(void)
+{
+    pthread_mutex_unlock(&nursery_g.lock);
+}
+
+void lull_nursery_lock_for_fork(void)
+{
+    nursery_lock();
+}
+
+void lull_nursery_unlock_after_fork(void)
+{
+    nursery_unlock();
+}
 
 static size_t chunk_map_bytes(void)
 {
@@ -148,7 +182,7 @@ int lull_nursery_init(size_t size, size_t ceiling)
     nursery_g.ceiling = lull_nursery_start + ceiling;
     __atomic_store_n(&nursery_g.limit, nursery_g.ceiling, __ATOMIC_RELAXED);
     __atomic_store_n(&nursery_g.room, nursery_g.ceiling - lull_nursery_start, __ATOMIC_RELAXED);
-    nursery_g.handed = 0;
+    __atomic_store_n(&nursery_g.handed, 0, __ATOMIC_RELAXED);
     nursery_g.degraded_left = 0;
     for (uint32_t i = 0; i < n; i++)
         lull_heap_g.blocks[idx + i].state = LULL_BLOCK_NURSERY;
@@ -206,10 +240,10 @@ void lull_nursery_retire_tlab(lull_thread *t)
     tl->next = tl->end = NULL;
 }
 
-bool lull_nursery_refill(lull_thread *t, size_t need)
+/* Cut [*s, *s + *take) for a TLAB of at least `need` bytes and log it as
+ * thread t's (nursery lock held). */
+static bool cut_tlab(lull_thread *t, size_t need, uintptr_t *s_out, size_t *take_out)
 {
-    lull_nursery_retire_tlab(t);
-    t->last_alloc = 0;   /* the thread has moved on to a TLAB's worth of others (threads.h) */
     while (nursery_g.frag_cur < nursery_g.nfrags) {
         range *f = &nursery_g.frags[nursery_g.frag_cur];
         size_t avail = f->end - f->start;
@@ -226,32 +260,62 @@ bool lull_nursery_refill(lull_thread *t, size_t need)
         f->start += take;
         if (f->start == f->end)
             nursery_g.frag_cur++;
-        memset((void *)s, 0, take);
-        nursery_g.handed += take;
+        __atomic_store_n(&nursery_g.handed, nursery_g.handed + take, __ATOMIC_RELAXED);
         if (nursery_g.log_n == nursery_g.log_cap)
             lull_fatal("lull_alloc", "nursery log full (%zu ranges)", nursery_g.log_cap);
         nursery_g.log_[nursery_g.log_n] = (range){ s, s };
         if (nursery_g.log_n && s < nursery_g.log_[nursery_g.log_n - 1].start)
             nursery_g.log_sorted = false;
         t->tlab_log = (uint32_t)nursery_g.log_n++;
-        t->tlab->next = (char *)s;
-        t->tlab->end = (char *)(s + take - TLAB_GAP);
-        lull_thread_count_alloc(t, take);
-        LULL_PROBE2(alloc_tlab, take, need);
+        *s_out = s;
+        *take_out = take;
         return true;
     }
     return false;
 }
 
+/* The range is cut, logged and made the thread's TLAB (its allocation
+ * pointer at its start) inside one critical region, with the nursery lock
+ * held: a pause sees either the old TLAB or the new one, whole. It is
+ * zeroed after both are left. A minor that stops the thread during the
+ * memset finds an empty logged range at the TLAB's start and keeps the
+ * rest as the thread's tail (nothing walks or finds anything in it, and
+ * the rebuild leaves it alone); the thread's first object goes there only
+ * once the memset is done. */
+bool lull_nursery_refill(lull_thread *t, size_t need)
+{
+    uintptr_t s = 0;
+    size_t take = 0;
+    lull_enter_critical(t);
+    nursery_lock();
+    lull_nursery_retire_tlab(t);
+    t->last_alloc = 0;   /* the thread has moved on to a TLAB's worth of others (threads.h) */
+    bool ok = cut_tlab(t, need, &s, &take);
+    if (ok) {
+        t->tlab->next = (char *)s;
+        t->tlab->end = (char *)(s + take - TLAB_GAP);
+    }
+    nursery_unlock();
+    lull_exit_critical(t);
+    if (!ok)
+        return false;
+    memset((void *)s, 0, take);
+    lull_thread_count_alloc(t, take);
+    LULL_PROBE2(alloc_tlab, take, need);
+    return true;
+}
+
 size_t lull_nursery_room(size_t need)
 {
     size_t room = 0;
+    nursery_lock();
     for (size_t i = nursery_g.frag_cur; i < nursery_g.nfrags; i++) {
         size_t avail = nursery_g.frags[i].end - nursery_g.frags[i].start;
         /* A fragment's last request may not fit its tail: count that lost. */
         if (avail > need + TLAB_GAP)
             room += avail - need - TLAB_GAP;
     }
+    nursery_unlock();
     return room;
 }
 
@@ -459,8 +523,10 @@ void lull_nursery_minor_begin(void)
         lull_nursery_cycle_g.epoch = 1;      /* descriptors start at 0 */
     }
     /* The used part of every active TLAB is what its thread allocated. */
+    nursery_lock();
     lull_nursery_sync_tlabs();
     sort_log();
+    nursery_unlock();
 }
 
 static void add_free(range *list, size_t *n, size_t cap, uintptr_t s, uintptr_t e)
@@ -586,9 +652,11 @@ static void rebuild(const excl *ex, size_t n)
 
 void lull_nursery_minor_end(const uintptr_t *pinned, size_t n)
 {
+    nursery_lock();
     nursery_g.nexcls = list_exclusions(pinned, n);
     rebuild(nursery_g.excls, nursery_g.nexcls);
-    nursery_g.handed = 0;
+    __atomic_store_n(&nursery_g.handed, 0, __ATOMIC_RELAXED);
+    nursery_unlock();
 }
 
 /* A survivor the major did not mark is dead (it stayed only because it was
@@ -640,7 +708,7 @@ uint64_t lull_nursery_cards_scanned(void) { return nursery_g.last.cards; }
 uint64_t lull_nursery_cards_young(void) { return nursery_g.last.cards_young; }
 uint64_t lull_nursery_trace_ns(void) { return nursery_g.last.trace_ns; }
 uint64_t lull_nursery_aged(void) { return nursery_g.last.aged; }
-uint64_t lull_nursery_handed(void) { return nursery_g.handed; }
+uint64_t lull_nursery_handed(void) { return __atomic_load_n(&nursery_g.handed, __ATOMIC_RELAXED); }
 uint64_t lull_nursery_kept(void) { return nursery_g.kept; }
 
 size_t lull_nursery_size(void)
@@ -763,6 +831,7 @@ void lull_nursery_resize(size_t bytes)
     if (bytes > lull_nursery_ceiling())
         bytes = lull_nursery_ceiling();
     size_t pinned;
+    nursery_lock();
     uintptr_t limit = limit_for(bytes, &pinned);
     size_t extent = limit - lull_nursery_start;
     __atomic_store_n(&nursery_g.room, pinned < extent ? extent - pinned : 0, __ATOMIC_RELAXED);
@@ -776,4 +845,5 @@ void lull_nursery_resize(size_t bytes)
     /* With aging, growth takes effect when the next minor rebuilds the
      * fragments. */
     __atomic_store_n(&nursery_g.limit, limit, __ATOMIC_RELAXED);
+    nursery_unlock();
 }

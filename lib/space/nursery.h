@@ -22,8 +22,12 @@
  * copy made by this minor is told from an object still to be copied
  * (lull_nursery_to_space).
  *
- * Locking: everything here runs with the gc lock held (refills, resizes)
- * or the world stopped (a minor, a major's pauses); the exceptions say so. */
+ * Locking: a TLAB refill takes only the nursery lock (nursery.c), inside
+ * a critical region, and zeroes its TLAB after it; the gc lock is needed
+ * only to collect when the nursery is exhausted. Everything else runs with
+ * the gc lock held (resizes, which take the nursery lock too; room;
+ * degraded mode) or the world stopped (a minor, a major's pauses); the
+ * exceptions say so. */
 #ifndef LULL_NURSERY_H
 #define LULL_NURSERY_H
 
@@ -120,9 +124,15 @@ static inline bool lull_nursery_to_space(uintptr_t v)
 int  lull_nursery_init(size_t size, size_t ceiling);
 void lull_nursery_fini(void);
 
-/* A TLAB of at least `need` bytes for thread t, replacing its current one.
- * false: the nursery has no fragment that large. */
+/* A TLAB of at least `need` bytes for the calling thread t, replacing its
+ * current one; zeroed. Any lock or none (it takes the nursery lock, inside
+ * a critical region of its own). false: the nursery has no fragment that
+ * large (a minor is needed: the caller takes the gc lock). */
 bool lull_nursery_refill(struct lull_thread *t, size_t need);
+/* fork(): the forking thread takes the nursery lock after the gc and
+ * registry locks; both processes release it. */
+void lull_nursery_lock_for_fork(void);
+void lull_nursery_unlock_after_fork(void);
 /* The bytes TLAB refills can still hand out before the next minor, each
  * fragment counted less `need` (a request that does not fit its tail;
  * gc lock held). TLABs already handed out are not counted. */
@@ -134,7 +144,8 @@ size_t lull_nursery_room(size_t need);
  * says whether it holds, counting `bytes` against it). A minor ends it. */
 void lull_nursery_degrade(void);
 bool lull_nursery_degraded_take(size_t bytes);
-/* Give up thread t's TLAB: detach, fork. */
+/* Give up thread t's TLAB: detach, fork (gc lock held; the refill, its
+ * own thread's, holds the nursery lock). */
 void lull_nursery_retire_tlab(struct lull_thread *t);
 
 /* ---- what the policy and the log read ---- */
