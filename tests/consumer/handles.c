@@ -201,7 +201,9 @@ static void *worker_main(void *arg)
     if (lull_thread_attach())
         fail("lull_thread_attach failed");
     uint64_t next = 1;
-    for (long r = 0; r < w->rounds; r++) {
+    /* Past `rounds` until the forcer has completed a major: on a fast
+     * machine the rounds alone may end before it forces one. */
+    for (long r = 0; r < w->rounds || !atomic_load(&forced_majors); r++) {
         struct entry *e = &w->ring[r % RING];
         if (e->h) {
             check_entry(w, e, "before it is freed");
@@ -237,7 +239,7 @@ static void *forcer_main(void *arg)
     if (lull_thread_attach())
         fail("lull_thread_attach failed");
     for (unsigned i = 0; !atomic_load(&workers_done); i++) {
-        if (i % 8 == 7) {
+        if (i % 8 == 0) {   /* a major first, then seven minors */
             lull_collect(LULL_GEN_MAJOR);
             atomic_fetch_add(&forced_majors, 1);
         } else {
