@@ -90,8 +90,9 @@ void lull_major_resume_sweep(void)
  * or the target lapses. A kicker bumps the word and wakes it without
  * taking mem_g.lock: the kick runs on a program thread after the gc lock's
  * release, where a pause may stop it, and a thread stopped holding a lock
- * another program thread waits for would stall the pause. It never attaches, never touches objects, and no
- * pause waits for it (it waits for the gc lock like any thread). mem_g's
+ * another program thread waits for would stall the pause. It never
+ * attaches, never touches objects, and no pause waits for it (it waits
+ * for the gc lock like any thread). mem_g's
  * fields are under mem_g.lock but `started` (gc lock) and the atomics
  * (`idle`, `cold_seen`: a kicker's unlocked look at whether the thread
  * needs waking; `urgent_kick`: set by a kicker, taken by the thread;

@@ -69,11 +69,11 @@ void lull_policy_pacing(uint64_t *trigger, uint64_t *allowance);
  * spent waiting for the background job to stop. Resizes the nursery. */
 void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns, uint64_t job_wait_ns);
 /* The margin the nursery's size leaves under the pause target for the
- * model's error (policy.c: note_error), now: 1 to 2. */
+ * model's error (policy.c: note_error), now: 1 to 1.5. */
 double lull_policy_minor_margin(void);
 /* Every minor's promoted bytes and the nursery bytes it was handed (gc
- * lock held), and the EMPTY blocks'
- * bytes kept ready for the next minor's promotion (major.c). */
+ * lock held), and the EMPTY blocks' bytes kept ready for the next minor's
+ * promotion (major.c). */
 void lull_policy_note_promoted(uint64_t promoted, uint64_t handed);
 uint64_t lull_policy_block_reserve(void);
 /* The pause the model predicts for the next minor, for the log. */
