@@ -166,15 +166,15 @@ static void log_minor(const lull_pause_record *r)
             "workers), aged %.1f KiB%s, of %.1f KiB handed out, %.1f KiB of young large objects freed, %llu "
             "dirty cards (%llu holding young references), copying %.3f ms, "
             "background job stopped in %.3f ms; nursery %zu KiB -> %zu KiB, next predicted %.3f ms (margin x%.2f); "
-            "a card %.1f ns, %u cards per thread until a minor%s; %llu allocations outside TLABs so far, %.1f per "
-            "thousand took the gc lock\n",
+            "a card %.1f ns, %u cards per thread until a minor in grants of %u%s; %llu allocations outside TLABs so "
+            "far, %.1f per thousand took a lock\n",
             (unsigned long long)r->collection, r->reason, (double)r->pause_ns / 1e6, (double)r->promoted / 1024.0,
             (double)r->promoted_by_workers / 1024.0, (double)r->aged / 1024.0,
             r->aging_paused ? " (the next minor ages nothing: aging has not halved what minors promote)" : "",
             (double)r->handed / 1024.0, (double)r->large_freed / 1024.0, (unsigned long long)r->cards_scanned,
             (unsigned long long)r->cards_young, (double)r->trace_ns / 1e6, (double)r->stop_bg_ns / 1e6,
             r->nursery_before >> 10, r->nursery_after >> 10, r->predicted_minor_ns / 1e6, r->minor_margin, r->card_ns,
-            r->card_budget, r->marking ? " (a concurrent mark runs)" : "", (unsigned long long)r->alloc_outside_tlab,
+            r->card_budget, r->card_grant, r->marking ? " (a concurrent mark runs)" : "", (unsigned long long)r->alloc_outside_tlab,
             r->alloc_outside_tlab ? 1000.0 * (double)r->alloc_locked / (double)r->alloc_outside_tlab : 0.0);
 }
 

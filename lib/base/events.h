@@ -71,7 +71,7 @@ typedef struct lull_pause_record {
     size_t nursery_before, nursery_after;    /* the nursery's size before and after the policy resized it */
     double predicted_minor_ns, card_ns;
     double minor_margin;            /* the nursery's margin for the model's error (policy.c) */
-    uint32_t card_budget;
+    uint32_t card_budget, card_grant;   /* policy.h */
     uint64_t alloc_outside_tlab, alloc_locked;   /* lull_stats' counts, at the pause */
     /* The major. */
     uint64_t live;                /* live bytes the sweep found */

@@ -64,6 +64,7 @@ typedef struct lull_thread {
     lull__tlab_t *tlab;                  /* the thread's lull__tlab (TLS), or parked_tlab */
     uint32_t  tlab_log;                  /* its range in the nursery log (nursery.c) */
     uint32_t  refills_unasked;           /* TLAB refills since it last asked the policy (alloc.c); this thread only */
+    uint32_t  cards_granted;             /* its last card grant (policy.h); this thread, or a pause */
     lull_alloc_caches caches;
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
     /* Allocations outside the TLAB's bump (medium, large, pinned objects

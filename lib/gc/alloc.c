@@ -492,11 +492,12 @@ size_t lull_array_length(const void *array)
     return ((const size_t *)array)[1];
 }
 
-/* The barrier's slow path: this thread marked its share of the cards the
- * next minor may scan within the pause target (policy.c). A program that
- * stores many young references into old objects without allocating (a
- * loop that links the nursery's objects from all over the old heap) would
- * otherwise leave the next minor tens of thousands of cards. */
+/* The barrier's slow path: this thread used up a grant of the cards the
+ * next minor may scan within the pause target (policy.h). The policy runs
+ * a minor, or hands it another grant. A program that stores many young
+ * references into old objects without allocating (a loop that links the
+ * nursery's objects from all over the old heap) would otherwise leave the
+ * next minor tens of thousands of cards. */
 void lull__cards_slow(void)
 {
     lull_thread *t = lull_thread_self;
@@ -508,10 +509,12 @@ void lull__cards_slow(void)
         lull__tlab.cards_left = 1;            /* inside lull: the next new card asks again */
         return;
     }
-    lull__tlab.cards_left = UINT32_MAX;       /* until a minor sets it */
+    uint32_t used = t->cards_granted;
+    lull__tlab.cards_left = UINT32_MAX;       /* until a minor or the policy sets it */
     lull_gc_lock();
-    if (lull__tlab.cards_left == UINT32_MAX)  /* no other thread's minor since */
-        collect_if(LULL_POLICY_CARDS, 0);
+    if (lull__tlab.cards_left == UINT32_MAX &&   /* no other thread's minor since */
+        !collect_if(LULL_POLICY_CARDS, used))
+        lull__tlab.cards_left = t->cards_granted = lull_policy_card_grant();
     lull_gc_unlock();
 }
 

@@ -203,6 +203,7 @@ static void pause_report(lull_pause_record *r)
         r->minor_margin = lull_policy_minor_margin();
         r->card_ns = lull_policy_card_ns();
         r->card_budget = lull_policy_card_budget();
+        r->card_grant = lull_policy_card_grant();
     }
     if (r->kind == LULL_PAUSE_MAJOR || r->kind == LULL_PAUSE_FINAL) {
         lull_mark_evacuated(&r->evac_classes, &r->evac_blocks, &r->evac_objects, &r->evac_bytes);

@@ -44,6 +44,7 @@
 #define CARD_NS_MIN        5.0
 #define CARD_NS_MAX        2000.0
 #define CARD_BUDGET_MIN    1024u  /* cards a thread may always mark between minors */
+#define CARD_GRANTS        4u     /* a thread's budget is handed out in this many grants */
 
 /* Aging (promotion-age=auto): lull_policy_note_aging has the rule. */
 #define AGING_GAIN       0.5
@@ -94,6 +95,7 @@ static struct {
     double copy_ns;             /* the fit's cost of a promoted byte (0: not fitted) */
     double asked_card_ns;       /* the copying phase per card of the minors the barrier asked for (0: none yet) */
     uint32_t card_budget;
+    uint64_t cards_charged;     /* cards the threads' used-up grants counted since the last minor */
     bool card_minor;
     uint64_t minors_for_cards;
     /* Idle time (lull_policy_idle_minor): the program's allocation at the
@@ -369,25 +371,33 @@ static size_t size_for_target(void)
     return n > (double)ceiling ? ceiling : (size_t)n;
 }
 
+/* The pause the cards are budgeted against: the target, or while the
+ * minors run in idle time (size_for_target) the idle time given, theirs
+ * to scan the cards in: a budget cut to the target would bring minors
+ * back into the program's units of work. */
+static double card_target_ns(void)
+{
+    double target = (double)policy_g.target_ns;
+    if (idle_minors_rule() && policy_g.idle_ns > target)
+        target = policy_g.idle_ns;
+    return target;
+}
+
 /* The card budget: the cards whose scan alone would take what the target
  * leaves beyond a minor's fixed cost, shared evenly among the attached
  * threads, each at least CARD_BUDGET_MIN. A program's usual minors stay
  * below it (the nursery is sized for their cards and copying together:
  * size_for_target), so it ends only a run of card marking the nursery's
  * allocation does not explain; a smaller budget would end the usual
- * minors a little early, through the barrier, and add minors.
- * LULL_GC_DEBUG=card-budget=N sets it. */
+ * minors a little early, through the barrier, and add minors. It is
+ * handed out in grants (lull_policy_card_grant); at the end of each the
+ * policy judges the minor the cards and the nursery would make together
+ * (cards_minor_due). LULL_GC_DEBUG=card-budget=N sets it. */
 static uint32_t card_budget_for(unsigned threads)
 {
     if (lull_cfg.card_budget)
         return lull_cfg.card_budget;      /* LULL_GC_DEBUG=card-budget=N */
-    /* While the minors run in idle time (size_for_target), the cards are
-     * theirs to scan, in the idle time given: a budget cut to the target
-     * would bring minors back into the program's units of work. */
-    double target = (double)policy_g.target_ns;
-    if (idle_minors_rule() && policy_g.idle_ns > target)
-        target = policy_g.idle_ns;
-    double room = target - policy_g.fixed_ns;
+    double room = card_target_ns() - policy_g.fixed_ns;
     double total = room > 0 ? room / lull_policy_card_ns() : 0;
     double per = total / (threads ? threads : 1);
     return per < CARD_BUDGET_MIN ? CARD_BUDGET_MIN : per > (double)(1u << 30) ? (1u << 30) : (uint32_t)per;
@@ -408,15 +418,24 @@ static void ema_pause(double *v, bool *known, double sample)
 }
 
 /* The minor's model: a sample over twice the estimate counts as twice the
- * estimate unless the sample before it was over too. One minor stretched
- * by what the nursery's size cannot change (a descheduled thread, page
- * faults, a slow stop of the background job) moves the model by a quarter
- * at most; a real rise in cost (the program's survival jumps) is taken in
- * whole from its second minor on. */
+ * estimate unless the sample before it was over too, and then it replaces
+ * the estimate. One minor stretched by what the nursery's size cannot
+ * change (a descheduled thread, page faults, a slow stop of the background
+ * job) moves the model by half at most; a real rise in cost (the
+ * program's survival jumps) is taken whole from its second minor on. A
+ * rise weighs 1/2, a fall 1/4: a model that lags a rise sizes nurseries
+ * past the target until it catches up (GCBench's deepest trees: five
+ * minors), one that lags a fall only runs a few more minors; the margin
+ * (note_error) learns what the bias leaves. */
 static void ema_robust(double *v, bool *known, bool *outlier, double sample)
 {
     bool over = *known && sample > 2 * *v;
-    ema(v, known, over && !*outlier ? 2 * *v : sample);
+    if (over && *outlier)
+        *v = sample;
+    else if (*known && sample > *v)
+        *v += ((over ? 2 * *v : sample) - *v) / 2;
+    else
+        ema(v, known, sample);
     *outlier = over;
 }
 
@@ -552,8 +571,34 @@ void lull_policy_set_card_budgets(uint64_t promoted, uint64_t cards, uint64_t tr
         note_asked_minor(promoted, cards, trace_ns);
     uint32_t b = card_budget_for(lull_threads_count());
     __atomic_store_n(&policy_g.card_budget, b, __ATOMIC_RELAXED);
+    policy_g.cards_charged = 0;
+    uint32_t g = lull_policy_card_grant();
     for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        t->tlab->cards_left = b;
+        t->tlab->cards_left = t->cards_granted = g;
+}
+
+uint32_t lull_policy_card_grant(void)
+{
+    uint32_t b = __atomic_load_n(&policy_g.card_budget, __ATOMIC_RELAXED);
+    if (lull_cfg.card_budget)
+        return b;                         /* each ask runs a minor (auto_decide) */
+    return b / CARD_GRANTS < CARD_BUDGET_MIN ? (b < CARD_BUDGET_MIN ? b : CARD_BUDGET_MIN) : b / CARD_GRANTS;
+}
+
+/* A minor for the cards (gc lock held): the pause a minor run now is
+ * predicted to take (the model's for what the nursery handed out, which
+ * counts the cards its allocation usually brings, plus the cost of the
+ * cards the used-up grants counted beyond them, plus `more` cards yet to
+ * come) reaches the target over its margin. Without it, a minor the
+ * budget asked for late in a nursery copied the nursery's survivors on top
+ * of the budget's cards, and a nursery-full minor scanned the cards of
+ * grants used up before it on top of its own copying: both past the
+ * target (tests/card_minor.c). */
+static bool cards_minor_due(double more)
+{
+    double now = policy_g.fixed_ns + per_byte_ns() * (double)lull_nursery_handed() +
+                 lull_policy_card_ns() * ((double)policy_g.cards_charged + more);
+    return now >= card_target_ns() / margin();
 }
 
 void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns, uint64_t job_wait_ns)
@@ -958,6 +1003,12 @@ static int auto_decide(lull_policy_event ev, unsigned long arg, const char **rea
             *reason = "allowance used up";
             what = start_major(reason);
         }
+        if (what < 0 && policy_g.cards_charged && cards_minor_due(0)) {
+            *reason = "dirty cards";
+            __atomic_fetch_add(&policy_g.minors_for_cards, 1, __ATOMIC_RELAXED);
+            policy_g.card_minor = true;
+            what = LULL_GEN_NURSERY;
+        }
         if (what < 0 && lull_los_young_bytes() >= lull_nursery_size()) {
             /* Large objects are young until a minor judges them (heap.h);
              * a program that allocates only those would never see one. */
@@ -967,6 +1018,13 @@ static int auto_decide(lull_policy_event ev, unsigned long arg, const char **rea
         return what;
     }
     case LULL_POLICY_CARDS:
+        /* arg: the grant the asking thread used up. Not yet due: it gets
+         * another (lull__cards_slow), and every thread may use up the one
+         * it holds before the next asks. */
+        policy_g.cards_charged += arg;
+        if (!lull_cfg.card_budget &&
+            !cards_minor_due((double)lull_policy_card_grant() * lull_threads_count()))
+            return -1;
         *reason = "dirty cards";
         __atomic_fetch_add(&policy_g.minors_for_cards, 1, __ATOMIC_RELAXED);
         policy_g.card_minor = true;

@@ -37,7 +37,7 @@ typedef enum {
     LULL_POLICY_NURSERY_FULL,   /* a TLAB refill found no room in the nursery */
     LULL_POLICY_OUT_OF_MEMORY,  /* the major heap could not satisfy an allocation */
     LULL_POLICY_DEBUG_TICK,     /* LULL_GC_DEBUG=collect-every: the Nth allocation (arg = N) */
-    LULL_POLICY_CARDS,          /* a thread marked its share of the next minor's cards */
+    LULL_POLICY_CARDS,          /* a thread used up a grant of the next minor's cards (arg = the grant) */
 } lull_policy_event;
 
 /* What to collect at `ev`: LULL_GEN_NURSERY, LULL_GEN_MAJOR,
@@ -83,13 +83,17 @@ double lull_policy_predicted_minor_ns(void);
 void lull_policy_set_pause_target(uint64_t ns);
 uint64_t lull_policy_pause_target(void);
 uint64_t lull_policy_minors_over_target(void);
-/* Cards a thread may newly mark in the minors' table before its barrier
- * asks for a minor (lull__cards_slow). set_card_budgets, in the pause of
- * every minor before the world restarts (world stopped): fits the cost of
- * a card from that minor (the bytes it promoted, the dirty cards it
- * scanned, its copying phase), so that the next budget already counts with
- * it, and sets the share in every attached thread's TLAB. */
+/* Cards a thread may newly mark in the minors' table between two minors
+ * (its budget), and in one grant: when a grant is used up its barrier
+ * asks the policy (lull__cards_slow, LULL_POLICY_CARDS with arg = the
+ * grant), which runs a minor or lets it have another (gc lock held).
+ * set_card_budgets, in the pause of every minor before the world restarts
+ * (world stopped): fits the cost of a card from that minor (the bytes it
+ * promoted, the dirty cards it scanned, its copying phase), so that the
+ * next budget already counts with it, and sets a grant in every attached
+ * thread's TLAB (and its cards_granted). */
 uint32_t lull_policy_card_budget(void);
+uint32_t lull_policy_card_grant(void);
 double   lull_policy_card_ns(void);    /* a dirty card's cost, as the budget counts it (the log) */
 uint64_t lull_policy_minors_for_cards(void);
 void     lull_policy_set_card_budgets(uint64_t promoted, uint64_t cards, uint64_t trace_ns);

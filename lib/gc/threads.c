@@ -135,7 +135,8 @@ int lull_threads_attach(void)
     t->pthread = pthread_self();
     t->tlab = &lull__tlab;
     t->tlab_log = UINT32_MAX;
-    lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, lull_policy_card_budget(),
+    t->cards_granted = lull_policy_card_grant();
+    lull__tlab = (lull__tlab_t){ NULL, NULL, LULL__NO_TYPE, LULL__NO_TYPE, t->cards_granted,
                                  LULL__MARK_STORE_BATCH };
     lull_registry_lock();     /* not the gc lock: see registry.h */
     lull_registry_link(t);

@@ -17,6 +17,7 @@
 #include "lull.h"
 #include "space/nursery.h"
 #include "gc/policy.h"
+#include "trace/workers.h"
 #include "unit.h"
 
 #define MIB ((uint64_t)1 << 20)
@@ -25,8 +26,10 @@ static void minor(bool asked, uint64_t handed, double ns_per_byte)
 {
     const char *reason = "";
     if (asked)
-        UCHECK(lull_policy_decide(LULL_POLICY_CARDS, 0, &reason) == LULL_GEN_NURSERY, "a minor for the cards");
+        UCHECK(lull_policy_decide(LULL_POLICY_CARDS, lull_policy_card_budget(), &reason) == LULL_GEN_NURSERY,
+               "a minor for the cards (the thread used up its whole budget)");
     uint64_t trace = (uint64_t)(ns_per_byte * (double)handed);
+    lull_workers_stop_background();   /* as a pause does: no job reads the block reserve */
     lull_policy_note_promoted(handed / 2, handed);
     lull_policy_set_card_budgets(handed / 2, 1000, trace);
     lull_policy_after_minor(handed, trace, trace + 50000, 0);

@@ -41,7 +41,8 @@ static void minor(uint64_t handed, uint64_t promoted, uint64_t cards, uint64_t t
 static uint32_t asked_minor(uint64_t promoted, uint64_t cards, uint64_t trace_ns)
 {
     const char *reason = "";
-    UCHECK(lull_policy_decide(LULL_POLICY_CARDS, 0, &reason) == LULL_GEN_NURSERY, "a minor for the cards");
+    UCHECK(lull_policy_decide(LULL_POLICY_CARDS, lull_policy_card_budget(), &reason) == LULL_GEN_NURSERY,
+               "a minor for the cards (the thread used up its whole budget)");
     minor(900 * 1024, promoted, cards, trace_ns);
     return lull_policy_card_budget();
 }
