@@ -322,7 +322,7 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
 
 /* A TLAB refill asks the policy (with the gc lock) only every
  * POLICY_EVERY refills of its thread, or at the next one when a done mark
- * waits for its final pause or a detached thread's record waits to be
+ * waits for its final pause (not for a minor: policy.h) or a detached thread's record waits to be
  * handed back, and then only if the gc lock is free: its holder is
  * collecting, or will ask itself. What the policy answers at a refill
  * depends on the mark and the major heap (whose own slow paths ask every
@@ -333,7 +333,7 @@ static inline void *alloc_common(lull_thread *t, const lull_type *type, size_t b
 static void refill_asks_policy(lull_thread *t)
 {
     if (++t->refills_unasked < POLICY_EVERY && !lull_threads_parked_pending() &&
-        !(lull_marking() && lull_mark_ready()))
+        !(lull_marking() && lull_mark_ready() && !lull_policy_major_waits_for_minor()))
         return;
     if (!lull_gc_trylock())
         return;

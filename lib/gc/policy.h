@@ -92,6 +92,10 @@ uint64_t lull_policy_minors_over_target(void);
  * promoted, the dirty cards it scanned, its copying phase), so that the
  * next budget already counts with it, and sets a grant in every attached
  * thread's TLAB (and its cards_granted). */
+/* A done mark's final pause waits for the next minor to empty a nursery
+ * that holds much (policy.c: nursery_heavy); TLAB refills need not ask
+ * for it meanwhile. Without the gc lock (atomics). */
+bool lull_policy_major_waits_for_minor(void);
 uint32_t lull_policy_card_budget(void);
 uint32_t lull_policy_card_grant(void);
 double   lull_policy_card_ns(void);    /* a dirty card's cost, as the budget counts it (the log) */
