@@ -155,9 +155,10 @@ static void log_major(const lull_pause_record *r)
 static void log_initial(const lull_pause_record *r)
 {
     fprintf(stderr, "lull: collection %llu (major start, %s): pause %.3f ms (background job stopped in "
-            "%.3f ms), concurrent mark begins, %.1f KiB of young large objects left to the markers\n",
+            "%.3f ms), concurrent mark begins, %.1f KiB of young large objects and %llu registered roots' values "
+            "left to the markers\n",
             (unsigned long long)r->collection, r->reason, (double)r->pause_ns / 1e6,
-            (double)r->stop_bg_ns / 1e6, (double)r->deferred_young / 1024.0);
+            (double)r->stop_bg_ns / 1e6, (double)r->deferred_young / 1024.0, (unsigned long long)r->deferred_roots);
 }
 
 static void log_minor(const lull_pause_record *r)

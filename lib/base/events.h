@@ -85,6 +85,7 @@ typedef struct lull_pause_record {
     char pacer[224];              /* the heap goal's state (gc/pacer.h: lull_pacer_describe) and the
                                      program's paced waits so far; majors only */
     uint64_t deferred_young;      /* initial pause: young large bytes left to the markers */
+    uint64_t deferred_roots;      /* initial pause: registered roots' values left to the markers */
     /* A final pause: the concurrent mark's work. */
     unsigned mark_workers;
     uint64_t by_worker[LULL_MAX_WORKERS];

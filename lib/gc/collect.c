@@ -221,8 +221,10 @@ static void pause_report(lull_pause_record *r)
         lull_mark_concurrent_work(&r->precleaned, &r->rescanned_cards, &r->final_young);
         r->mark_workers = lull_mark_background_work(r->by_worker, LULL_MAX_WORKERS);
     }
-    if (r->kind == LULL_PAUSE_INITIAL)
+    if (r->kind == LULL_PAUSE_INITIAL) {
         r->deferred_young = lull_mark_deferred_young_bytes();
+        r->deferred_roots = lull_mark_deferred_roots();
+    }
 }
 
 /* Restart the world and the background job; then, world running and the

@@ -35,6 +35,17 @@
 #include "trace/roots.h"
 #include "trace/workers.h"
 
+/* The initial pause of a concurrent mark copies the registered roots'
+ * values (a root array of the program may hold tens of thousands) for the
+ * background job to grey, instead of greying each with a cache miss in
+ * the pause: the initial pause's roots only hasten the mark, the final
+ * pause scans every root again (lull_mark_finish), and what they pointed
+ * to stays allocated until the mark ends (nothing is swept while a mark
+ * runs; a young large object a minor drops is kept until the final
+ * pause's sweep, heap.h), so a stale value is at worst floating garbage.
+ * Past ROOT_BUF_MAX values, the rest are greyed in the pause. */
+#define ROOT_BUF_MAX ((size_t)1 << 22)
+
 /* The state of the current mark, shared by its markers. Written by the
  * stopping thread between drains (world stopped, no worker running), and
  * during a drain only through atomics. */
@@ -55,6 +66,11 @@ static struct {
     bool atomic_marks;          /* a concurrent mark runs: marks are fetch-ors */
     bool plant_ok;              /* this drain is checked by verify-parallel */
     lull_grey_section *held;    /* its grey objects between runs of the job */
+    /* The registered roots' values at the initial pause (deferred_root),
+     * greyed by the job's leader (grey_deferred_roots): root_next only by
+     * it, or by a pause with the job stopped. */
+    uintptr_t *root_buf;
+    size_t root_n, root_next;
     pthread_mutex_t bg_lock;
     unsigned bg_inside;         /* workers inside the job */
     unsigned bg_busy;           /* helpers (not worker 0) that may hold grey objects */
@@ -131,6 +147,9 @@ static void lull_mark_set_marking(bool on)
 void lull_mark_init(unsigned long stack_limit_entries)
 {
     lull_trace_init(stack_limit_entries);
+    if (!mark_g.root_buf)
+        mark_g.root_buf = lull_os_table(ROOT_BUF_MAX * sizeof(uintptr_t));   /* NULL: greyed in the pause */
+    mark_g.root_n = mark_g.root_next = 0;
     mark_g.overflows = 0;
     mark_g.shadow_roots = mark_g.shadow_parallel = NULL;
     mark_g.shadow_bytes = 0;
@@ -152,6 +171,8 @@ void lull_mark_init(unsigned long stack_limit_entries)
 void lull_mark_fini(void)
 {
     lull_trace_fini();
+    lull_os_free_table(mark_g.root_buf, ROOT_BUF_MAX * sizeof(uintptr_t));
+    mark_g.root_buf = NULL;
     if (mark_g.shadow_roots) {
         lull_os_unreserve(mark_g.shadow_roots, mark_g.shadow_bytes);
         lull_os_unreserve(mark_g.shadow_parallel, mark_g.shadow_bytes);
@@ -862,6 +883,36 @@ static bool scan_slice(lull_tracer *tr, uintptr_t obj, uintptr_t from)
     return true;
 }
 
+/* A registered root's slot at the initial pause (world stopped). */
+static void deferred_root(void **slot, void *ctx)
+{
+    uintptr_t v = (uintptr_t)*slot;
+    if (!lull_in_committed(v))
+        return;
+    if (mark_g.root_buf && mark_g.root_n < ROOT_BUF_MAX)
+        mark_g.root_buf[mark_g.root_n++] = v;
+    else
+        lull_mark_precise_slot(slot, ctx);
+}
+
+/* The leader's first work: grey the initial pause's root values, a batch
+ * at a time; false if asked to stop (it goes on from root_next). */
+#define ROOT_BATCH 1024u
+static bool grey_deferred_roots(lull_tracer *tr)
+{
+    while (mark_g.root_next < mark_g.root_n) {
+        if (job_stopping())
+            return false;
+        size_t end = mark_g.root_next + ROOT_BATCH < mark_g.root_n ? mark_g.root_next + ROOT_BATCH : mark_g.root_n;
+        for (size_t i = mark_g.root_next; i < end; i++)
+            mark_ref(tr, mark_g.root_buf[i]);
+        mark_g.root_next = end;
+        if (tr->share && tr->cur)
+            offer_work();
+    }
+    return true;
+}
+
 /* The initial pause (world stopped): instead of visiting the slots of
  * young large object obj, push it as a resume entry from its start, for
  * the background markers to scan a slice at a time without marking it,
@@ -1168,6 +1219,8 @@ static void preclean_tail(lull_tracer *tr)
 static void background_lead(lull_tracer *tr)
 {
     bool done = false;
+    if (!grey_deferred_roots(tr))
+        return;
     for (;;) {
         if (!drain_background(tr))
             return;
@@ -1272,7 +1325,8 @@ void lull_mark_begin_concurrent(void)
     mark_g.pass_running = false;
     lull_tracer tr = { .id = 0 };
     lull_roots_scan_threads(lull_mark_conservative, &tr);
-    lull_roots_scan(lull_mark_conservative, lull_mark_precise_slot, &tr);
+    mark_g.root_n = mark_g.root_next = 0;
+    lull_roots_scan(lull_mark_conservative, deferred_root, &tr);
     /* What the nursery and the young large objects point to, as the final
      * pause will: an old structure that only a nursery object leads to
      * (a list whose head a local variable pins there) is then marked
@@ -1358,6 +1412,11 @@ void lull_mark_finish(lull_tracer *tr)
     if (lull_cfg.verify_concurrent)
         verify_concurrent(tr);
     lull_mark_set_marking(false);
+}
+
+size_t lull_mark_deferred_roots(void)
+{
+    return mark_g.root_n;
 }
 
 uint64_t lull_mark_deferred_young_bytes(void)

@@ -177,6 +177,9 @@ void lull_mark_end_major(void);
 /* The bytes of young large objects the last initial pause left to the
  * background markers instead of visiting them (mark.c: defer_young_large). */
 uint64_t lull_mark_deferred_young_bytes(void);
+/* The registered roots' values the last initial pause left to the job
+ * (mark.c: deferred_root). */
+size_t lull_mark_deferred_roots(void);
 /* The bytes of the nursery and young large objects the last final pause
  * kept as roots (live data of that major). */
 uint64_t lull_mark_final_young_bytes(void);
