@@ -175,7 +175,8 @@ static void log_minor(const lull_pause_record *r)
             (double)r->handed / 1024.0, (double)r->large_freed / 1024.0, (unsigned long long)r->cards_scanned,
             (unsigned long long)r->cards_young, (double)r->trace_ns / 1e6, (double)r->stop_bg_ns / 1e6,
             r->nursery_before >> 10, r->nursery_after >> 10, r->predicted_minor_ns / 1e6, r->minor_margin, r->card_ns,
-            r->card_budget, r->card_grant, r->marking ? " (a concurrent mark runs)" : "", (unsigned long long)r->alloc_outside_tlab,
+            r->card_budget, r->card_grant, r->marking ? " (a concurrent mark runs)" : "",
+            (unsigned long long)r->alloc_outside_tlab,
             r->alloc_outside_tlab ? 1000.0 * (double)r->alloc_locked / (double)r->alloc_outside_tlab : 0.0);
 }
 

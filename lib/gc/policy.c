@@ -424,9 +424,8 @@ static void ema_pause(double *v, bool *known, double sample)
  * job) moves the model by half at most; a real rise in cost (the
  * program's survival jumps) is taken whole from its second minor on. A
  * rise weighs 1/2, a fall 1/4: a model that lags a rise sizes nurseries
- * past the target until it catches up (GCBench's deepest trees: five
- * minors), one that lags a fall only runs a few more minors; the margin
- * (note_error) learns what the bias leaves. */
+ * past the target until it catches up, one that lags a fall only runs a
+ * few more minors; the margin (note_error) learns what the bias leaves. */
 static void ema_robust(double *v, bool *known, bool *outlier, double sample)
 {
     bool over = *known && sample > 2 * *v;
@@ -589,16 +588,24 @@ uint32_t lull_policy_card_grant(void)
  * predicted to take (the model's for what the nursery handed out, which
  * counts the cards its allocation usually brings, plus the cost of the
  * cards the used-up grants counted beyond them, plus `more` cards yet to
- * come) reaches the target over its margin. Without it, a minor the
- * budget asked for late in a nursery copied the nursery's survivors on top
- * of the budget's cards, and a nursery-full minor scanned the cards of
- * grants used up before it on top of its own copying: both past the
- * target (tests/card_minor.c). */
+ * come) reaches the target over its margin: a minor late in a nursery
+ * copies its survivors on top of the cards, and a nursery-full minor scans
+ * the cards of grants used up before it on top of its own copying
+ * (tests/unit/unit_card_grant.c). */
 static bool cards_minor_due(double more)
 {
     double now = policy_g.fixed_ns + per_byte_ns() * (double)lull_nursery_handed() +
                  lull_policy_card_ns() * ((double)policy_g.cards_charged + more);
     return now >= card_target_ns() / margin();
+}
+
+/* A minor for the cards: counted, and kept out of the model's error. */
+static int minor_for_cards(const char **reason)
+{
+    *reason = "dirty cards";
+    __atomic_fetch_add(&policy_g.minors_for_cards, 1, __ATOMIC_RELAXED);
+    policy_g.card_minor = true;
+    return LULL_GEN_NURSERY;
 }
 
 void lull_policy_after_minor(uint64_t handed, uint64_t trace_ns, uint64_t pause_ns, uint64_t job_wait_ns)
@@ -907,25 +914,16 @@ bool lull_policy_prefers_evacuation(void)
            f >= (uint64_t)lull_heap_bytes_held() / 4;
 }
 
-/* A major is due: a concurrent one, or a synchronous one with major=stw
- * or when the heap is fragmented enough to evacuate. Not the evacuating
- * one while the program calls lull_idle between its units of work (at
- * least every third minor): this is the middle of a unit, and an
- * evacuating major stops the world for the whole mark, many times a
- * concurrent major's pauses. It waits for an idle call long enough for it
- * (lull_policy_idle_major), an explicit lull_collect, or an allocation
- * that fails; meanwhile the majors are concurrent and the sparse blocks'
- * free slots are refilled where they are. */
 /* A concurrent major's pauses visit every object of the nursery (mark.h):
- * at a full nursery the initial or final pause takes as long as a minor
- * (bench/server_conns: 4-9 ms for 47,000 nursery objects). So while the
- * nursery holds more than NURSERY_LIGHT of its size, a major's pause that
- * is due waits for the next minor to empty it, and the first decision
- * point after that minor runs it: a start as long as the program is less
- * than a quarter of the runway the pacer left past the trigger, a done
- * mark's end until the runway is used up (meter.h) or for at most
- * FINAL_WAIT_TARGETS pause targets (a program that only stores fills no
- * nursery: its final pause comes from its barrier, lull__mark_stores_slow). */
+ * at a full nursery the initial or final pause takes as long as a minor.
+ * So while the nursery holds more than NURSERY_LIGHT of its size, a
+ * major's pause that is due waits for the next minor to empty it, and the
+ * first decision point after that minor runs it: a start as long as the
+ * program is less than a quarter of the runway the pacer left past the
+ * trigger, a done mark's end until the runway is used up (meter.h) or for
+ * at most FINAL_WAIT_TARGETS pause targets (a program that only stores
+ * fills no nursery: its final pause comes from its barrier,
+ * lull__mark_stores_slow). */
 #define NURSERY_LIGHT 0.25
 static bool nursery_heavy(void)
 {
@@ -949,9 +947,19 @@ bool lull_policy_major_waits_for_minor(void)
 static bool start_waits_for_minor(void)
 {
     uint64_t a = lull_meter_g.allowance, t = policy_g.trigger;
-    return nursery_heavy() && allocated_with_pressure() < t + (a > t ? (a - t) / 4 : 0);
+    return lull_cfg.major == LULL_MAJOR_CONCURRENT && nursery_heavy() &&
+           allocated_with_pressure() < t + (a > t ? (a - t) / 4 : 0);
 }
 
+/* A major is due: a concurrent one, or a synchronous one with major=stw
+ * or when the heap is fragmented enough to evacuate. Not the evacuating
+ * one while the program calls lull_idle between its units of work (at
+ * least every third minor): this is the middle of a unit, and an
+ * evacuating major stops the world for the whole mark, many times a
+ * concurrent major's pauses. It waits for an idle call long enough for it
+ * (lull_policy_idle_major), an explicit lull_collect, or an allocation
+ * that fails; meanwhile the majors are concurrent and the sparse blocks'
+ * free slots are refilled where they are. */
 static int start_major(const char **reason)
 {
     if (lull_cfg.major != LULL_MAJOR_CONCURRENT)
@@ -1035,16 +1043,12 @@ static int auto_decide(lull_policy_event ev, unsigned long arg, const char **rea
         if (lull_marking()) {
             *reason = "";
             what = while_marking(-1, reason);
-        } else if (major_due() && !(lull_cfg.major == LULL_MAJOR_CONCURRENT && start_waits_for_minor())) {
+        } else if (major_due() && !start_waits_for_minor()) {
             *reason = "allowance used up";
             what = start_major(reason);
         }
-        if (what < 0 && policy_g.cards_charged && cards_minor_due(0)) {
-            *reason = "dirty cards";
-            __atomic_fetch_add(&policy_g.minors_for_cards, 1, __ATOMIC_RELAXED);
-            policy_g.card_minor = true;
-            what = LULL_GEN_NURSERY;
-        }
+        if (what < 0 && policy_g.cards_charged && cards_minor_due(0))
+            what = minor_for_cards(reason);
         if (what < 0 && lull_los_young_bytes() >= lull_nursery_size()) {
             /* Large objects are young until a minor judges them (heap.h);
              * a program that allocates only those would never see one. */
@@ -1061,10 +1065,7 @@ static int auto_decide(lull_policy_event ev, unsigned long arg, const char **rea
         if (!lull_cfg.card_budget &&
             !cards_minor_due((double)lull_policy_card_grant() * lull_threads_count()))
             return -1;
-        *reason = "dirty cards";
-        __atomic_fetch_add(&policy_g.minors_for_cards, 1, __ATOMIC_RELAXED);
-        policy_g.card_minor = true;
-        return LULL_GEN_NURSERY;
+        return minor_for_cards(reason);
     case LULL_POLICY_NURSERY_FULL:
         /* Only a pause with a minor empties the nursery: a minor, or a
          * synchronous major (major=stw: the minor would promote into a

@@ -83,6 +83,10 @@ double lull_policy_predicted_minor_ns(void);
 void lull_policy_set_pause_target(uint64_t ns);
 uint64_t lull_policy_pause_target(void);
 uint64_t lull_policy_minors_over_target(void);
+/* A done mark's final pause waits for the next minor to empty a nursery
+ * that holds much (policy.c: nursery_heavy); TLAB refills need not ask
+ * for it meanwhile. Without the gc lock (atomics). */
+bool lull_policy_major_waits_for_minor(void);
 /* Cards a thread may newly mark in the minors' table between two minors
  * (its budget), and in one grant: when a grant is used up its barrier
  * asks the policy (lull__cards_slow, LULL_POLICY_CARDS with arg = the
@@ -92,10 +96,6 @@ uint64_t lull_policy_minors_over_target(void);
  * promoted, the dirty cards it scanned, its copying phase), so that the
  * next budget already counts with it, and sets a grant in every attached
  * thread's TLAB (and its cards_granted). */
-/* A done mark's final pause waits for the next minor to empty a nursery
- * that holds much (policy.c: nursery_heavy); TLAB refills need not ask
- * for it meanwhile. Without the gc lock (atomics). */
-bool lull_policy_major_waits_for_minor(void);
 uint32_t lull_policy_card_budget(void);
 uint32_t lull_policy_card_grant(void);
 double   lull_policy_card_ns(void);    /* a dirty card's cost, as the budget counts it (the log) */
