@@ -187,12 +187,22 @@ void lull_gc_defer(unsigned slot, void (*fn)(void))
     atomic_fetch_or_explicit(&deferred, 1u << slot, memory_order_release);
 }
 
+/* The wakes run inside a critical region of the releasing thread (when
+ * it is attached and not in one already): a wake may take a lock a pause
+ * needs (the workers' mutex), and a thread stopped holding it would hold
+ * up that pause for good. */
 static void run_deferred(void)
 {
+    lull_thread *self = lull_thread_self;
+    bool enter = self && !self->in_critical;
+    if (enter)
+        lull_enter_critical(self);
     unsigned d = atomic_exchange_explicit(&deferred, 0, memory_order_acquire);
     for (unsigned slot = 0; d; slot++, d >>= 1)
         if (d & 1)
             atomic_load_explicit(&deferred_fn[slot], memory_order_relaxed)();
+    if (enter)
+        lull_exit_critical(self);
 }
 
 void lull_gc_unlock(void)

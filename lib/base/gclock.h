@@ -27,10 +27,14 @@ bool lull_gc_lock_background(unsigned sleep_us);
  * woken while the lock is held may take the CPU from its holder (a woken
  * sleeper preempts its waker), and every thread that needs the lock then
  * waits for the scheduler. fn runs on the releasing thread right after
- * the release, once however often it was deferred in the hold; `slot`
- * (below LULL_GC_DEFER_SLOTS) names it. */
+ * the release, once however often it was deferred in the hold, inside a
+ * critical region of that thread (no pause stops it there: fn must not
+ * wait for one); `slot` (below LULL_GC_DEFER_SLOTS) names it. */
 #define LULL_GC_DEFER_SLOTS 4u
-enum { LULL_GC_DEFER_MEMORY = 0 };     /* the memory thread's kick (gc/background.c) */
+enum {
+    LULL_GC_DEFER_MEMORY = 0,      /* the memory thread's kick (gc/background.c) */
+    LULL_GC_DEFER_WORKERS = 1,     /* a posted background job's threads (trace/workers.c) */
+};
 void lull_gc_defer(unsigned slot, void (*fn)(void));
 /* In the child of fork() (the forking thread holds the lock): forget the
  * parent's waiters. */

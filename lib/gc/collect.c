@@ -241,11 +241,9 @@ static void pause_end(lull_pause_record *r, lull_thread *self)
     if (r->minor)
         lull_policy_set_card_budgets(r->promoted + lull_nursery_aged(), lull_nursery_cards_scanned(),
                                      lull_nursery_trace_ns());
-    /* The background job (the mark, or the sweep) is posted before the
-     * world restarts: posted after, the worker it wakes took the CPU from
-     * this thread while it still held the gc lock, and every thread that
-     * needed the lock waited for the scheduler, milliseconds past the
-     * pause. */
+    /* The background job (the mark, or the sweep) is started here; its
+     * threads are woken at the gc lock's release (workers.h), not while
+     * this thread still has the world to restart and the lock to give. */
     if (!lull_mark_resume_background())
         lull_major_resume_sweep();
     lull_pause_step(r, LULL_STEP_RESTART);

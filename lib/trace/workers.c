@@ -40,7 +40,9 @@ static struct {
     uint64_t        bg_seq;      /* bumped for every background job */
     unsigned        bg_width;
     bool            bg_posted;   /* may still be taken (false once stopped) */
+    bool            bg_pending;  /* started, to be posted at the gc lock's release */
     unsigned        bg_running;  /* threads inside bg_job */
+    uint64_t        bg_taken;    /* background jobs taken by a thread, all told */
     uint64_t        bg_kicks;    /* lull_workers_background_kick calls */
     uint64_t        bg_stop_cpu_ns;   /* lull_workers_last_stop_cpu_ns */
     pthread_t       threads[LULL_MAX_WORKERS];
@@ -94,6 +96,7 @@ static void *worker_main(void *arg)
         if (workers_g.bg_posted && id < workers_g.bg_width && bg_seen != workers_g.bg_seq) {
             bg_seen = workers_g.bg_seq;
             workers_g.bg_running++;
+            workers_g.bg_taken++;
             lull_worker_job job = workers_g.bg_job;
             void *jarg = workers_g.bg_arg;
             pthread_mutex_unlock(&workers_g.lock);
@@ -173,7 +176,7 @@ void lull_workers_after_fork_child(void)
     pthread_cond_init(&workers_g.bg_done, NULL);
     pthread_cond_init(&workers_g.bg_kick, NULL);
     workers_g.running = 0;
-    workers_g.bg_posted = false;    /* stopped before fork (init.c) */
+    workers_g.bg_posted = workers_g.bg_pending = false;    /* stopped before fork (init.c) */
     workers_g.bg_running = 0;
 #if LULL_ASAN
     /* AddressSanitizer's allocator does not reset its locks at fork(): one
@@ -203,18 +206,40 @@ unsigned lull_workers_background_threads(void)
     return workers_g.nthreads;
 }
 
+/* At the release of the gc lock the job was started under: posted (a
+ * worker still awake from a pause's parallel work would take it at once)
+ * and its threads woken, unless it was stopped meanwhile. */
+static void post_background(void)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    if (workers_g.bg_pending) {
+        workers_g.bg_pending = false;
+        workers_g.bg_posted = true;
+        pthread_cond_broadcast(&workers_g.wake);
+    }
+    pthread_mutex_unlock(&workers_g.lock);
+}
+
 void lull_workers_start_background(lull_worker_job job, void *arg, unsigned width)
 {
     pthread_mutex_lock(&workers_g.lock);
-    LULL_ASSERT(!workers_g.bg_posted && !workers_g.bg_running && workers_g.nthreads);
+    LULL_ASSERT(!workers_g.bg_posted && !workers_g.bg_pending && !workers_g.bg_running && workers_g.nthreads);
     atomic_store_explicit(&lull_bg_stop, false, memory_order_relaxed);
     workers_g.bg_job = job;
     workers_g.bg_arg = arg;
     workers_g.bg_width = width < 1 ? 1 : width > workers_g.nthreads ? workers_g.nthreads : width;
     workers_g.bg_seq++;
-    workers_g.bg_posted = true;
-    pthread_cond_broadcast(&workers_g.wake);
+    workers_g.bg_pending = true;
     pthread_mutex_unlock(&workers_g.lock);
+    lull_gc_defer(LULL_GC_DEFER_WORKERS, post_background);
+}
+
+uint64_t lull_workers_background_taken(void)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    uint64_t n = workers_g.bg_taken;
+    pthread_mutex_unlock(&workers_g.lock);
+    return n;
 }
 
 /* The CPU clock of background participant i, in ns (0 if unreadable). */
@@ -230,7 +255,7 @@ static uint64_t worker_cpu_ns(unsigned i)
 void lull_workers_stop_background(void)
 {
     pthread_mutex_lock(&workers_g.lock);
-    workers_g.bg_posted = false;        /* not taken yet: never runs */
+    workers_g.bg_posted = workers_g.bg_pending = false;   /* not taken yet: never runs */
     workers_g.bg_stop_cpu_ns = 0;
     if (workers_g.bg_running) {
         unsigned n = workers_g.bg_width < workers_g.nthreads ? workers_g.bg_width : workers_g.nthreads;
@@ -310,7 +335,7 @@ void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self, atomic_
         return;
     }
     pthread_mutex_lock(&workers_g.lock);
-    LULL_ASSERT(workers_g.running == 0 && !workers_g.bg_running && !workers_g.bg_posted);
+    LULL_ASSERT(workers_g.running == 0 && !workers_g.bg_running && !workers_g.bg_posted && !workers_g.bg_pending);
     workers_g.job = job;
     workers_g.arg = arg;
     workers_g.job_active = active;

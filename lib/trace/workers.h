@@ -50,7 +50,10 @@ unsigned lull_workers_count(void);
  * taken it yet never runs it). So a thread may join a job late, or not at
  * all: the job cannot count on how many run it. Every pause stops it
  * first: lull_workers_run must not find it running. can_background: a
- * thread exists to run it; background_threads: how many. */
+ * thread exists to run it; background_threads: how many. Started with
+ * the gc lock held, the job's threads are woken at the lock's release
+ * (lull_gc_defer): woken inside a pause, a worker took the CPU from the
+ * thread that still had to restart the world. */
 bool lull_workers_can_background(void);
 unsigned lull_workers_background_threads(void);
 void lull_workers_start_background(lull_worker_job job, void *arg, unsigned width);
@@ -62,6 +65,8 @@ void lull_workers_stop_background(void);
  * by the stopper after the call (gc lock held). */
 uint64_t lull_workers_last_stop_cpu_ns(void);
 bool lull_workers_background_stopping(void);
+/* How many times a thread has taken a background job, all told. */
+uint64_t lull_workers_background_taken(void);
 
 /* Parking for a background job's thread that has nothing to do (only
  * from inside the job). Read kicks() before looking for work; if there is
