@@ -7,11 +7,13 @@
  * and polled by the job and by lull_gc_lock_background. */
 #include "base/gclock.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/probes.h"
@@ -32,7 +34,10 @@ static struct {
     pthread_once_t once;
 } gclock_g = { .once = PTHREAD_ONCE_INIT };
 
-
+/* Waiters past STARVE_NS (below): how many, the next ticket to hand
+ * out, and the ticket whose holder may take the lock now. */
+static atomic_int gc_lock_starving;
+static atomic_ulong starve_next, starve_serving;
 
 static void gc_lock_init(void)
 {
@@ -66,6 +71,78 @@ __attribute__((noinline)) static void clear_stack_for_post(void)
     __asm__ __volatile__("" : : "r"(buf) : "memory");
 }
 
+/* The semaphore is not fair: a running thread takes the lock ahead of the
+ * waiter a release woke, which may not be scheduled for milliseconds, and
+ * threads that take it at a high rate (a large object each) kept one
+ * waiter out for tens of milliseconds. So a waiter that has waited
+ * STARVE_NS takes a ticket, and while any thread holds one nobody else
+ * tries the lock: lull_gc_lock's other callers wait at the gate and
+ * trylocks fail. The ticket holders take the lock in ticket order, each
+ * waiting for its turn at the gate and then on the semaphore. The gate
+ * polls every GATE_NS in nanosleep, where a suspend signal reaches the
+ * thread as it does in sem_wait (no other lock is involved). */
+#define STARVE_NS 1000000L
+#define GATE_NS   100000L
+
+unsigned lull_gc_lock_queued(void)
+{
+    return (unsigned)atomic_load_explicit(&gc_lock_starving, memory_order_relaxed);
+}
+
+static void gate_nap(void)
+{
+    struct timespec d = { 0, GATE_NS };
+    nanosleep(&d, NULL);
+}
+
+static void wait_for_turn(void)
+{
+    atomic_fetch_add_explicit(&gc_lock_starving, 1, memory_order_seq_cst);
+    unsigned long ticket = atomic_fetch_add_explicit(&starve_next, 1, memory_order_relaxed);
+    while (atomic_load_explicit(&starve_serving, memory_order_acquire) != ticket)
+        gate_nap();
+    while (sem_wait(&gclock_g.sem) != 0)
+        ;   /* EINTR: a signal handler ran (sem_wait is never restarted) */
+    atomic_fetch_add_explicit(&starve_serving, 1, memory_order_release);
+    atomic_fetch_sub_explicit(&gc_lock_starving, 1, memory_order_seq_cst);
+}
+
+/* sem_timedwait's deadline (CLOCK_REALTIME) ns from now. */
+static struct timespec deadline_in(long ns)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += ns;
+    while (t.tv_nsec >= 1000000000L) {
+        t.tv_nsec -= 1000000000L;
+        t.tv_sec++;
+    }
+    return t;
+}
+
+/* The blocking part of lull_gc_lock. */
+static void wait_for_lock(void)
+{
+    atomic_fetch_add_explicit(&gc_lock_waiters, 1, memory_order_relaxed);
+    clear_stack_for_wait();      /* about to block: see above */
+    uint64_t since = lull_now_ns();
+    for (;;) {
+        uint64_t waited = lull_now_ns() - since;
+        if (waited >= (uint64_t)STARVE_NS) {
+            wait_for_turn();
+            break;
+        }
+        if (atomic_load_explicit(&gc_lock_starving, memory_order_seq_cst)) {
+            gate_nap();
+            continue;
+        }
+        struct timespec until = deadline_in(STARVE_NS - (long)waited);
+        if (sem_timedwait(&gclock_g.sem, &until) == 0)
+            break;
+    }
+    atomic_fetch_sub_explicit(&gc_lock_waiters, 1, memory_order_relaxed);
+}
+
 /* The calling thread's in_gc_lock (threads.h), if it is attached. */
 static inline void note_in_gc_lock(int in)
 {
@@ -78,13 +155,8 @@ void lull_gc_lock(void)
 {
     pthread_once(&gclock_g.once, gc_lock_init);
     note_in_gc_lock(1);
-    if (sem_trywait(&gclock_g.sem) != 0) {
-        atomic_fetch_add_explicit(&gc_lock_waiters, 1, memory_order_relaxed);
-        clear_stack_for_wait();      /* about to block: see above */
-        while (sem_wait(&gclock_g.sem) != 0)
-            ;   /* EINTR: a signal handler ran (sem_wait is never restarted) */
-        atomic_fetch_sub_explicit(&gc_lock_waiters, 1, memory_order_relaxed);
-    }
+    if (atomic_load_explicit(&gc_lock_starving, memory_order_acquire) || sem_trywait(&gclock_g.sem) != 0)
+        wait_for_lock();
     LULL_PROBE0(gc_lock_acquired);
 }
 
@@ -92,12 +164,15 @@ void lull_gc_lock_after_fork_child(void)
 {
     /* Threads of the parent that waited for the lock are not here. */
     atomic_store_explicit(&gc_lock_waiters, 0, memory_order_relaxed);
+    atomic_store_explicit(&gc_lock_starving, 0, memory_order_relaxed);
+    atomic_store_explicit(&starve_next, 0, memory_order_relaxed);
+    atomic_store_explicit(&starve_serving, 0, memory_order_relaxed);
 }
 
 bool lull_gc_trylock(void)
 {
     pthread_once(&gclock_g.once, gc_lock_init);
-    if (sem_trywait(&gclock_g.sem) != 0)
+    if (atomic_load_explicit(&gc_lock_starving, memory_order_acquire) || sem_trywait(&gclock_g.sem) != 0)
         return false;
     note_in_gc_lock(1);
     LULL_PROBE0(gc_lock_acquired);

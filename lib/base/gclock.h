@@ -9,10 +9,12 @@
 
 /* The gc lock protects the block space, the free-block lists, the thread
  * and root registries and the collection itself. Whoever stops the world
- * holds it for the whole pause, so no thread is ever stopped holding it. */
+ * holds it for the whole pause, so no thread is ever stopped holding it.
+ * A waiter past 1 ms is served before anyone who comes after (gclock.c). */
 void lull_gc_lock(void);
 void lull_gc_unlock(void);
-/* Take it if free (a collector thread that must not wait for it). */
+/* Take it if free and no starving waiter is owed it (a collector thread
+ * that must not wait for it). */
 bool lull_gc_trylock(void);
 /* The same, for a background job that takes it again and again: the
  * threads waiting for it have it first. */
@@ -36,6 +38,9 @@ enum {
     LULL_GC_DEFER_WORKERS = 1,     /* a posted background job's threads (trace/workers.c) */
 };
 void lull_gc_defer(unsigned slot, void (*fn)(void));
+/* Waiters holding a ticket: they waited for the lock too long and are
+ * served first, in order (gclock.c). */
+unsigned lull_gc_lock_queued(void);
 /* In the child of fork() (the forking thread holds the lock): forget the
  * parent's waiters. */
 void lull_gc_lock_after_fork_child(void);
