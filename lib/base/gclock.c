@@ -34,9 +34,9 @@ static struct {
     pthread_once_t once;
 } gclock_g = { .once = PTHREAD_ONCE_INIT };
 
-/* Waiters past STARVE_NS (below): how many, the next ticket to hand
- * out, and the ticket whose holder may take the lock now. */
-static atomic_int gc_lock_starving;
+/* Waiters past STARVE_NS (below): the next ticket to hand out, and the
+ * ticket whose holder may take the lock now; the difference is how many
+ * hold one. */
 static atomic_ulong starve_next, starve_serving;
 
 static void gc_lock_init(void)
@@ -84,9 +84,16 @@ __attribute__((noinline)) static void clear_stack_for_post(void)
 #define STARVE_NS 1000000L
 #define GATE_NS   100000L
 
+/* Serving first: both only grow, and serving never passes next. */
+static unsigned long starving(void)
+{
+    unsigned long s = atomic_load_explicit(&starve_serving, memory_order_seq_cst);
+    return atomic_load_explicit(&starve_next, memory_order_seq_cst) - s;
+}
+
 unsigned lull_gc_lock_queued(void)
 {
-    return (unsigned)atomic_load_explicit(&gc_lock_starving, memory_order_relaxed);
+    return (unsigned)starving();
 }
 
 static void gate_nap(void)
@@ -97,27 +104,12 @@ static void gate_nap(void)
 
 static void wait_for_turn(void)
 {
-    atomic_fetch_add_explicit(&gc_lock_starving, 1, memory_order_seq_cst);
-    unsigned long ticket = atomic_fetch_add_explicit(&starve_next, 1, memory_order_relaxed);
+    unsigned long ticket = atomic_fetch_add_explicit(&starve_next, 1, memory_order_seq_cst);
     while (atomic_load_explicit(&starve_serving, memory_order_acquire) != ticket)
         gate_nap();
     while (sem_wait(&gclock_g.sem) != 0)
         ;   /* EINTR: a signal handler ran (sem_wait is never restarted) */
-    atomic_fetch_add_explicit(&starve_serving, 1, memory_order_release);
-    atomic_fetch_sub_explicit(&gc_lock_starving, 1, memory_order_seq_cst);
-}
-
-/* sem_timedwait's deadline (CLOCK_REALTIME) ns from now. */
-static struct timespec deadline_in(long ns)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += ns;
-    while (t.tv_nsec >= 1000000000L) {
-        t.tv_nsec -= 1000000000L;
-        t.tv_sec++;
-    }
-    return t;
+    atomic_fetch_add_explicit(&starve_serving, 1, memory_order_seq_cst);
 }
 
 /* The blocking part of lull_gc_lock. */
@@ -132,11 +124,11 @@ static void wait_for_lock(void)
             wait_for_turn();
             break;
         }
-        if (atomic_load_explicit(&gc_lock_starving, memory_order_seq_cst)) {
+        if (starving()) {
             gate_nap();
             continue;
         }
-        struct timespec until = deadline_in(STARVE_NS - (long)waited);
+        struct timespec until = lull_deadline_in(CLOCK_REALTIME, STARVE_NS - waited);   /* sem_timedwait's clock */
         if (sem_timedwait(&gclock_g.sem, &until) == 0)
             break;
     }
@@ -155,7 +147,7 @@ void lull_gc_lock(void)
 {
     pthread_once(&gclock_g.once, gc_lock_init);
     note_in_gc_lock(1);
-    if (atomic_load_explicit(&gc_lock_starving, memory_order_acquire) || sem_trywait(&gclock_g.sem) != 0)
+    if (starving() || sem_trywait(&gclock_g.sem) != 0)
         wait_for_lock();
     LULL_PROBE0(gc_lock_acquired);
 }
@@ -164,7 +156,6 @@ void lull_gc_lock_after_fork_child(void)
 {
     /* Threads of the parent that waited for the lock are not here. */
     atomic_store_explicit(&gc_lock_waiters, 0, memory_order_relaxed);
-    atomic_store_explicit(&gc_lock_starving, 0, memory_order_relaxed);
     atomic_store_explicit(&starve_next, 0, memory_order_relaxed);
     atomic_store_explicit(&starve_serving, 0, memory_order_relaxed);
 }
@@ -172,7 +163,7 @@ void lull_gc_lock_after_fork_child(void)
 bool lull_gc_trylock(void)
 {
     pthread_once(&gclock_g.once, gc_lock_init);
-    if (atomic_load_explicit(&gc_lock_starving, memory_order_acquire) || sem_trywait(&gclock_g.sem) != 0)
+    if (starving() || sem_trywait(&gclock_g.sem) != 0)
         return false;
     note_in_gc_lock(1);
     LULL_PROBE0(gc_lock_acquired);

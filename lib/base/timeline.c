@@ -296,11 +296,7 @@ static void *writer_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&tl_g.lock);
     while (!tl_g.stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += WRITE_EVERY_NS;
-        if (until.tv_nsec >= 1000000000L)
-            until.tv_sec++, until.tv_nsec -= 1000000000L;
+        struct timespec until = lull_deadline_in(CLOCK_MONOTONIC, WRITE_EVERY_NS);
         pthread_cond_timedwait(&tl_g.wake, &tl_g.lock, &until);
         if (tl_g.stop)
             break;

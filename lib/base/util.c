@@ -101,6 +101,19 @@ uint64_t lull_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+struct timespec lull_deadline_in(clockid_t clock, uint64_t ns)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    t.tv_sec += (time_t)(ns / 1000000000u);
+    t.tv_nsec += (long)(ns % 1000000000u);
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
 __attribute__((noinline)) void lull_clear_scratch_registers(void)
 {
 #if defined(__x86_64__)

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define LULL_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define LULL_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -53,6 +54,9 @@ __attribute__((format(printf, 2, 3)))
 void lull_warn(const char *fn, const char *fmt, ...);
 
 uint64_t lull_now_ns(void);
+/* An absolute deadline `ns` from now on `clock`, for the timed waits
+ * (pthread_cond_timedwait, sem_timedwait) that take one. */
+struct timespec lull_deadline_in(clockid_t clock, uint64_t ns);
 
 /* A spin-wait hint to the CPU. */
 static inline void lull_cpu_relax(void)

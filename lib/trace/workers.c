@@ -306,14 +306,7 @@ void lull_workers_background_wait(uint64_t seen)
 
 void lull_workers_background_nap(uint64_t ns)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);      /* the condition variable's clock */
-    until.tv_sec += (time_t)(ns / 1000000000u);
-    until.tv_nsec += (long)(ns % 1000000000u);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = lull_deadline_in(CLOCK_REALTIME, ns);   /* the condition variable's clock */
     pthread_mutex_lock(&workers_g.lock);
     if (!atomic_load_explicit(&lull_bg_stop, memory_order_relaxed))
         pthread_cond_timedwait(&workers_g.bg_kick, &workers_g.lock, &until);
