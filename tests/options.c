@@ -307,11 +307,13 @@ static void check_major(const char *params, bool concurrent)
 
 /* allow-synchronous-major and lull_set_allow_synchronous_major: marks
  * that cannot keep up (mark-delay: 20 ms every 64 objects) while 64 KiB
- * objects take the program far past its allowance, waiting in pacing for
- * at most a ms each. Allowed, the collector finishes such a mark with the
- * world stopped once the program is an allowance (and four nurseries) past
- * it (counted in collections_major_sync); not allowed, never (the heap
- * grows instead). */
+ * objects, all kept (a dead one is freed by the next minor, and is no
+ * allocation into the major heap), take the program far past its
+ * allowance, waiting in pacing for at most a ms each. Allowed, the
+ * collector finishes such a mark with the world stopped once the program
+ * is an allowance (and four nurseries) past it (counted in
+ * collections_major_sync); not allowed, never (the heap grows instead). */
+static void *blobs[1024];
 static uint64_t sync_majors_under_pressure(const char *params, bool switch_off)
 {
     CHECK(setenv("LULL_GC_DEBUG", "mark-delay=20000", 1) == 0, "setenv");
@@ -325,11 +327,13 @@ static uint64_t sync_majors_under_pressure(const char *params, bool switch_off)
      * pause instead, lib/mark.h). */
     lull_collect(LULL_GEN_NURSERY);
     static const lull_type blob = { .name = "blob64k", .size = 65536 };
+    CHECK(lull_root_add_refs(blobs, 1024) == 0, "%s: lull_root_add_refs", params);
     for (int i = 0; i < 1024; i++)
-        CHECK(lull_alloc(&blob), "%s: alloc", params);
+        CHECK((blobs[i] = lull_alloc(&blob)), "%s: alloc", params);
     lull_stats st = get_stats();
     list_verify(l, 1, 60000, params);
     lull_shutdown();
+    memset(blobs, 0, sizeof blobs);
     /* Started: a refused mark may still run when the loop ends. */
     CHECK(st.pauses_major > 0, "%s: 64 MiB of 64 KiB objects started no major", params);
     return st.collections_major_sync;

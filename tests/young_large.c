@@ -11,10 +11,11 @@
  *    node, another young large array, or the stack, through minors (it
  *    stays young for two, so the old slot's card must still lead to it in
  *    the second) and majors, concurrent or not;
- *  - a dropped young array while a concurrent mark runs is kept for the
- *    final pause's sweep, its references into the nursery cleared
- *    (ctest young_large_marking runs this with verify-nursery and the
- *    mark stretched, so that minors run during marks).
+ *  - a dropped young array while a concurrent mark runs is freed by the
+ *    minor, or, if the mark holds it, kept for the final pause's sweep with
+ *    its references into the nursery cleared (ctest young_large_marking
+ *    runs this with verify-nursery and the mark stretched, so that minors
+ *    run during marks; tests/unit/unit_young_large_mark checks which).
  */
 #include "check.h"
 
@@ -125,9 +126,10 @@ static void kept_arrays(void)
 /* ---- a dropped young array while a concurrent mark runs ---- */
 
 /* With the mark stretched (ctest young_large_marking: mark-delay), minors
- * run while it marks; the dropped array is kept until the final pause and
- * must not hold references into the evacuated nursery meanwhile
- * (verify-nursery checks every object after each minor, dead ones too). */
+ * run while it marks; a dropped array is freed, or kept until the final
+ * pause if the mark holds it, and then must not hold references into the
+ * evacuated nursery (verify-nursery checks every object after each minor,
+ * dead ones too). */
 static void *ring[8];          /* precise roots: old data replaced round by round */
 
 static void dead_array_while_marking(void)

@@ -88,9 +88,15 @@ typedef struct lull_block {
     uint32_t run_head;     /* FREE last block, LARGE_TAIL: index of the head */
     uint32_t next, prev;   /* FREE head: free-run list; SMALL/EMPTY: block lists */
     uint16_t nfree;        /* SMALL: slots on free_list (at most 1024) */
-    uint8_t  evacuating;   /* SMALL: the running synchronous major copies this
-                              block's movable objects out (major.c, mark.c);
-                              set in its pause, cleared by its sweep_begin */
+    union {
+        uint8_t evacuating;   /* SMALL: the running synchronous major copies this
+                                 block's movable objects out (major.c, mark.c);
+                                 set in its pause, cleared by its sweep_begin */
+        uint8_t mark_holds;   /* LARGE_HEAD, young: a concurrent mark's initial
+                                 pause left it to the background markers, who
+                                 scan it in slices (mark.c); set there, cleared
+                                 by lull_los_alloc */
+    };
     uint8_t  dirty;        /* FREE: the run's memory may be resident and non-zero */
     union {
         uint32_t age;      /* EMPTY: collections spent empty */
@@ -561,9 +567,14 @@ uint64_t lull_los_sweep(void);
  * minors (scanned so at each), and the old slots that point to it keep
  * their cards dirty meanwhile, as they do for a pinned nursery object. A
  * minor inside a major's pause makes every survivor old. While a concurrent
- * mark runs, an unreached one is not freed but made old, for the final
- * pause's sweep (the mark reads block descriptors without the gc lock,
- * mark.c: rescan_card). So a dead scratch array's dirty cards keep
+ * mark runs, an unreached one is freed too, unless the mark holds it (it
+ * marked it, or its initial pause left it to be scanned in slices:
+ * mark_holds); those are made old, for the final pause's sweep. The mark
+ * reads block descriptors without the gc lock (mark.c: the preclean), but
+ * only while its job runs, and a minor frees runs with the job stopped: a
+ * pass re-reads every descriptor after a pause, and nothing else the job
+ * keeps across one (its grey objects: marked or held) leads into a freed
+ * run. So a dead scratch array's dirty cards keep
  * nothing alive past the minor that frees it. A concurrent mark skips young
  * large objects as it skips the nursery (mark.c); a young one it marked
  * regardless is kept. */
@@ -607,8 +618,8 @@ static inline bool lull_los_reach(uintptr_t obj)
  * young after it (else it becomes old)? may_age: as lull_los_end_minor's. */
 bool lull_los_stays_young(uintptr_t obj, bool may_age);
 /* At the end of a minor (one thread): of the young large objects, those
- * not reached (nor marked by a running concurrent mark) are freed (made
- * old while a mark runs); the
+ * not reached are freed, but for those a running concurrent mark holds
+ * (above: made old); the
  * others stay young if `may_age` and they may (above), else become old.
  * Returns the bytes freed. drop_slots(obj) clears every reference slot of
  * an unreached one that a mark may hold marked (the minor's tracer walks

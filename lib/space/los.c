@@ -113,6 +113,7 @@ void *lull_los_alloc(size_t bytes, bool *dirty_out)
         t->run_head = idx;
         lull_block_set_state(t, LULL_BLOCK_LARGE_TAIL);
     }
+    head->mark_holds = 0;
     lull_block_set_state(head, LULL_BLOCK_LARGE_HEAD);
     if (los_g.nyoung < LULL_LOS_MAX_YOUNG) {
         young_add(idx, 1);
@@ -189,6 +190,7 @@ uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj))
         uint32_t next = b->next, y = __atomic_load_n(&b->young, __ATOMIC_RELAXED);
         uintptr_t obj = lull_block_addr(i);
         bool reached = y & LULL_LARGE_REACHED;
+        bool held = lull_is_marked(obj) || (marking && b->mark_holds);   /* heap.h */
         if (reached && lull_los_stays_young(obj, may_age)) {
             young_add(i, (y >> 1) + 1);
         } else {
@@ -198,20 +200,17 @@ uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj))
              * scanned only its dirty cards (trace/minor.c). */
             if (reached)
                 lull_mark_allocated(obj);
-            /* Kept unreached (a mark runs, or marked it): it is garbage
-             * (minor_fate said so to weak handles), kept only because a
-             * mark may hold it marked. This minor did not forward its
+            /* Kept unreached (the mark holds it): it is garbage
+             * (minor_fate said so to weak handles), kept only because the
+             * mark may still scan it. This minor did not forward its
              * slots, so those into the nursery would dangle, and those to
              * young large objects this minor frees or makes old unmarked
              * would dangle after the final pause's sweep. Every slot
-             * becomes NULL (drop_slots). */
-            if (!reached && (marking || lull_is_marked(obj)))
+             * becomes NULL (drop_slots). One the mark holds unmarked (in
+             * slices) becomes old unmarked, for the final pause's sweep. */
+            if (!reached && held)
                 drop_slots(obj);
-            /* While a concurrent mark runs, a dead one becomes old and
-             * unmarked instead, freed by the final pause's sweep: the
-             * background mark reads the descriptors of blocks with union
-             * cards without the gc lock, so none may change meanwhile. */
-            if (!reached && !lull_is_marked(obj) && !marking) {
+            if (!reached && !held) {
                 freed += b->large_size;
                 lull_space_free_deferred(i, b->run_len);
             }

@@ -768,8 +768,10 @@ static void final_roots_begin(void)
  * right now.
  *
  * No lock is taken: the block descriptors the rescans read are published
- * with release and read with acquire (heap.h), and while a mark runs they
- * only go from unformatted to formatted. Asked to stop, the job finishes
+ * with release and read with acquire (heap.h), and while the job runs they
+ * only go from unformatted to formatted (a minor frees a dead young large
+ * object's run with the job stopped; a pass reads the descriptors again
+ * after it). Asked to stop, the job finishes
  * the few cards in its prefetch pipe and returns; a block's dirty cards
  * are claimed and pushed together, so none is left claimed but not
  * rescanned.
@@ -920,17 +922,19 @@ static bool grey_deferred_roots(lull_tracer *tr)
  * Nothing is lost by the delay: the visit only hastens the mark, as the
  * final pause takes every object still young as a root again, and one a
  * minor makes old meanwhile is marked and scanned like any object
- * allocated black. The entry stays valid to the end of the mark: while a
- * mark runs no minor frees a young large object (an unreached one is
- * made old, its slots cleared, for the final pause's sweep; los.c), and
- * the workers are stopped while a minor writes its slots. false: obj is
+ * allocated black. The entry stays valid to the end of the mark: the
+ * object is flagged mark_holds, and no minor frees a young large object
+ * so flagged (an unreached one is made old, its slots cleared, for the
+ * final pause's sweep; heap.h), and the workers are stopped while a
+ * minor writes its slots. false: obj is
  * not scanned in slices (too small to matter, or a trace function). */
 static bool defer_young_large(lull_tracer *tr, uintptr_t obj)
 {
-    const lull_block *b = lull_block_of(obj);
+    lull_block *b = lull_block_of(obj);
     if (b->large_size <= SLICE_BYTES || lull_header_type(*(uintptr_t *)obj)->trace)
         return false;
     lull_tracer_push(tr, obj | GREY_RESUME);
+    b->mark_holds = 1;     /* world stopped; one tracer per young object */
     mark_g.deferred_young += b->large_size;
     return true;
 }
