@@ -891,6 +891,11 @@ static void deferred_root(void **slot, void *ctx)
     uintptr_t v = (uintptr_t)*slot;
     if (!lull_in_committed(v))
         return;
+    /* A young large object is the minors' (heap.h): greyed it is skipped,
+     * or found marked once a minor made it old, and a minor may free it
+     * before the leader gets to it, and reuse its run: not kept. */
+    if (lull_young_large_at(v))
+        return;
     if (mark_g.root_buf && mark_g.root_n < ROOT_BUF_MAX)
         mark_g.root_buf[mark_g.root_n++] = v;
     else

@@ -9,10 +9,18 @@
  * markers to scan in slices (mark.c: defer_young_large) stays until the
  * mark ends, dead or not, since a marker may still be scanning it.
  *
+ * Nor may the mark keep the address of one it has not flagged: the
+ * initial pause copies the registered roots' values for the background
+ * markers to grey later (mark.c: deferred_root), and a minor may free a
+ * young large object a copied value points to, and its run be reused,
+ * before the copy is greyed. Such values are not copied.
+ *
  * Here D (512 KiB of references, young at the initial pause, so left to
  * the markers) and E (the same, allocated after it) are dropped while the
  * mark runs (background-mark=no: it runs until this test ends it); a minor
- * must free E and keep D, and the final sweep then frees D. Each is
+ * must free E and keep D, and the final sweep then frees D. R (12 KiB, too
+ * small to be sliced) is held by a registered root at the initial pause,
+ * as D is: neither value may be copied, and the minor frees R. Each is
  * allocated by a thread of its own, which exits, and kept only by a
  * disguised address, so no conservative root reaches it. */
 #include <pthread.h>
@@ -34,8 +42,11 @@ static const lull_type refs_type = {
     .name = "refs", .size = sizeof(refs), .elem_size = sizeof(void *), .elem_refs = 1,
 };
 
+static const lull_type blob_type = { .name = "blob12k", .size = 12u << 10 };
+
 static refs *root_d;
-static uintptr_t hidden_d, hidden_e;
+static void *root_r;
+static uintptr_t hidden_d, hidden_e, hidden_r;
 
 static void *alloc_d(void *arg)
 {
@@ -45,6 +56,10 @@ static void *alloc_d(void *arg)
     UCHECK(d, "allocation of D");
     root_d = d;
     hidden_d = (uintptr_t)d ^ MASK;
+    void *r = lull_alloc(&blob_type);
+    UCHECK(r, "allocation of R");
+    root_r = r;
+    hidden_r = (uintptr_t)r ^ MASK;
     lull_thread_detach();
     return NULL;
 }
@@ -80,18 +95,23 @@ int main(void)
 {
     UCHECK(lull_init("background-mark=no") == 0, "init");
     UCHECK(lull_root_add_refs((void **)&root_d, 1) == 0, "root");
+    UCHECK(lull_root_add_refs(&root_r, 1) == 0, "root");
     in_thread(alloc_d);
     UCHECK(lull_collect_start() == 0, "no mark started");
     UCHECK(lull_marking(), "no mark runs");
+    size_t copied = lull_mark_deferred_roots();
     root_d = NULL;
+    root_r = NULL;
     in_thread(alloc_e);
     lull_collect(LULL_GEN_NURSERY);
     UCHECK(lull_marking(), "the mark ended before the test did");
-    int d_kept = is_large(hidden_d), e_kept = is_large(hidden_e);
-    printf("unit_young_large_mark: after a minor during the mark: D (left to the markers) %s, E %s\n",
-           d_kept ? "kept" : "freed", e_kept ? "kept" : "freed");
+    int d_kept = is_large(hidden_d), e_kept = is_large(hidden_e), r_kept = is_large(hidden_r);
+    printf("unit_young_large_mark: root values copied for the markers: %zu; after a minor during the mark: "
+           "D (left to the markers) %s, E %s, R %s\n", copied, d_kept ? "kept" : "freed",
+           e_kept ? "kept" : "freed", r_kept ? "kept" : "freed");
+    UCHECK(copied == 0, "the initial pause copied %zu root values that point at young large objects", copied);
     UCHECK(d_kept, "the minor freed a young large object the mark had left to its markers");
-    UCHECK(!e_kept, "the minor kept a dead young large object while a mark ran");
+    UCHECK(!e_kept && !r_kept, "the minor kept a dead young large object while a mark ran");
     lull_collect(LULL_GEN_MAJOR);
     UCHECK(!is_large(hidden_d), "the major kept D, dead since the mark began");
     lull_shutdown();
