@@ -573,8 +573,9 @@ uint64_t lull_los_sweep(void);
  * reads block descriptors without the gc lock (mark.c: the preclean), but
  * only while its job runs, and a minor frees runs with the job stopped: a
  * pass re-reads every descriptor after a pause, and nothing else the job
- * keeps across one (its grey objects: marked or held) leads into a freed
- * run. So a dead scratch array's dirty cards keep
+ * keeps across one (its grey objects: marked or held; the registered
+ * roots' values it copied, which skip young large objects) leads into a
+ * freed run. So a dead scratch array's dirty cards keep
  * nothing alive past the minor that frees it. A concurrent mark skips young
  * large objects as it skips the nursery (mark.c); a young one it marked
  * regardless is kept. */
