@@ -138,10 +138,12 @@ static void dead_array_while_marking(void)
     CHECK(lull_root_add_refs(ring, 8) == 0, "lull_root_add_refs");
     int rounds = 0;
     for (int i = 0; i < 2000 && rounds < 5; i++) {
-        /* Large, kept for 8 rounds (old by then), then dropped: the major
-         * heap grows by 1 MiB a round, which starts majors here. */
+        /* Large, kept for 8 rounds (old after two minors: one a round
+         * here), then dropped: the major heap grows by 1 MiB a round,
+         * which starts majors. */
         ring[i % 8] = bytes_new(MB, (uint64_t)i);
         garbage(2000);
+        lull_collect(LULL_GEN_NURSERY);
         if (mark_running) {
             run_in_fresh_thread(fill_dead);
             lull_collect(LULL_GEN_NURSERY);

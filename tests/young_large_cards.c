@@ -97,13 +97,12 @@ static NOINLINE void plant(void)
     far_before = (uintptr_t)n2;
 }
 
-/* Start a concurrent mark with a dropped 8 MiB array (the allowance of a
- * new heap is 4 MiB), stretched by mark-delay so that it still runs after
+/* Start a concurrent mark (its initial pause runs no minor: what is
+ * young stays young), stretched by mark-delay so that it still runs after
  * what follows; its final pause waits for the next allocation's decision. */
 static NOINLINE void start_mark(void)
 {
-    for (int i = 0; i < 4 && !mark_running; i++)
-        CHECK(lull_alloc_array(&refs_type, BIG * 8), "lull_alloc_array");
+    CHECK(lull_collect_start() == 0, "lull_collect_start");
     CHECK(mark_running, "no concurrent mark began");
 }
 
@@ -320,11 +319,7 @@ static NOINLINE void made_old_in_mark(void)
     run_in_fresh_thread(make_chain);
     run_in_fresh_thread(find_chain_end);
     clobber_stack();
-    /* Started by dropped byte arrays: they count against the allowance as
-     * they are allocated, and have no slots for the markers to crawl. */
-    for (int i = 0; i < 8 && !mark_running; i++)
-        CHECK(lull_alloc_array(&bytes_type, 4 << 20), "lull_alloc_array");
-    CHECK(mark_running, "no concurrent mark began");
+    start_mark();
     move_x();
     /* The chain takes the markers CHAIN / 64 sleeps of 20 ms; then the
      * grey stacks are dry and the preclean runs. */

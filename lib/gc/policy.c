@@ -1035,6 +1035,19 @@ static int while_marking(int otherwise, const char **reason)
     return otherwise;
 }
 
+/* The young large bytes a minor is due at (heap.h): a nursery's worth,
+ * or, when more survived the last minor, that times the heap growth (the
+ * goal's rule applied to them), so that objects the program keeps for a
+ * while die young rather than age into the major heap and wait for a
+ * major. Under a memory limit, at most the major heap's allowance. */
+static uint64_t young_large_budget(void)
+{
+    uint64_t b = lull_los_survived_bytes() / 100 * lull_pacer_growth();
+    if (lull_pacer_memory_limit() && b > lull_meter_g.allowance)
+        b = lull_meter_g.allowance;
+    return b > lull_nursery_size() ? b : lull_nursery_size();
+}
+
 static int auto_decide(lull_policy_event ev, unsigned long arg, const char **reason)
 {
     switch (ev) {
@@ -1049,7 +1062,7 @@ static int auto_decide(lull_policy_event ev, unsigned long arg, const char **rea
         }
         if (what < 0 && policy_g.cards_charged && cards_minor_due(0))
             what = minor_for_cards(reason);
-        if (what < 0 && lull_los_young_bytes() >= lull_nursery_size()) {
+        if (what < 0 && lull_los_young_bytes() >= young_large_budget()) {
             /* Large objects are young until a minor judges them (heap.h);
              * a program that allocates only those would never see one. */
             *reason = "young large objects";

@@ -627,10 +627,13 @@ bool lull_los_stays_young(uintptr_t obj, bool may_age);
  * slots, the space does not). */
 uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj));
 /* Bytes of the large objects allocated young since the last minor (gc
- * lock held): the policy runs a minor when they fill a nursery's worth,
- * as it does when the nursery fills (a concurrent major's final pause
- * keeps every young one, mark.h). */
+ * lock held): the policy runs a minor when they fill its budget for them
+ * (gc/policy.c), as it does when the nursery fills (a concurrent major's
+ * final pause keeps every young one, mark.h). A young large object counts
+ * in the allocation meter (meter.h) only once a minor makes it old. */
 uint64_t lull_los_young_bytes(void);
+/* Bytes of the young large objects the last minor reached (gc lock held). */
+uint64_t lull_los_survived_bytes(void);
 /* The young large objects (at most cap, LULL_LOS_MAX_YOUNG holds them
  * all) into out; returns how many (gc lock held or world stopped). */
 size_t lull_los_young_list(uintptr_t *out, size_t cap);

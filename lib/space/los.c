@@ -30,6 +30,7 @@ static struct {
     uint32_t young_head;
     uint32_t nyoung;
     uint64_t young_new_bytes;   /* of those allocated since the last minor */
+    uint64_t survived;          /* bytes of those the last minor reached */
 } los_g = { .young_head = LULL_NO_BLOCK };
 
 /* The address range the young large objects lie in ([lo, hi), empty when
@@ -69,12 +70,18 @@ static void young_clear(void)
 void lull_los_init(void)
 {
     young_clear();
+    los_g.survived = 0;
     publish_young();
 }
 
 uint64_t lull_los_young_bytes(void)
 {
     return los_g.young_new_bytes;
+}
+
+uint64_t lull_los_survived_bytes(void)
+{
+    return los_g.survived;
 }
 
 /* Put the large object at block idx (its size set) on the young list,
@@ -115,13 +122,15 @@ void *lull_los_alloc(size_t bytes, bool *dirty_out)
     }
     head->mark_holds = 0;
     lull_block_set_state(head, LULL_BLOCK_LARGE_HEAD);
+    /* Born young, it enters the major heap's allocation only if a minor
+     * makes it old (lull_los_end_minor); born old, now. */
     if (los_g.nyoung < LULL_LOS_MAX_YOUNG) {
         young_add(idx, 1);
         los_g.young_new_bytes += bytes;
-    }
-    else
+    } else {
         __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
-    lull_meter_allocated(bytes);
+        lull_meter_allocated(bytes);
+    }
     atomic_fetch_add_explicit(&unpublished, 1, memory_order_relaxed);
     return (void *)lull_block_addr(idx);
 }
@@ -185,12 +194,15 @@ uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj))
     uint32_t i = los_g.young_head;
     bool marking = lull_marking();
     young_clear();
+    los_g.survived = 0;
     while (i != LULL_NO_BLOCK) {
         lull_block *b = &lull_heap_g.blocks[i];
         uint32_t next = b->next, y = __atomic_load_n(&b->young, __ATOMIC_RELAXED);
         uintptr_t obj = lull_block_addr(i);
         bool reached = y & LULL_LARGE_REACHED;
         bool held = lull_is_marked(obj) || (marking && b->mark_holds);   /* heap.h */
+        if (reached)
+            los_g.survived += b->large_size;
         if (reached && lull_los_stays_young(obj, may_age)) {
             young_add(i, (y >> 1) + 1);
         } else {
@@ -210,7 +222,9 @@ uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj))
              * slices) becomes old unmarked, for the final pause's sweep. */
             if (!reached && held)
                 drop_slots(obj);
-            if (!reached && !held) {
+            if (reached || held) {
+                lull_meter_allocated(b->large_size);   /* the major heap's from here on */
+            } else {
                 freed += b->large_size;
                 lull_space_free_deferred(i, b->run_len);
             }

@@ -1,8 +1,9 @@
 /* meter.h — what the spaces measured of the program's allocation in the
  * major heap, for the policy (gc/policy.c) and the mark's throttle.
  *
- * allocated: bytes of small-object caches and large objects handed out
- * since the last major, less what came back unused (a dropped cache, a
+ * allocated: bytes of small-object caches and old large objects handed out
+ * since the last major (a young large object when a minor makes it old,
+ * space/heap.h), less what came back unused (a dropped cache, a
  * nursery's unused promotion room). mark_start: `allocated` when the
  * running concurrent mark began. allowance: what may be allocated before
  * the next major (the policy sets it). mark_room: the runway the running

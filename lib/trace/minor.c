@@ -731,7 +731,7 @@ uint64_t lull_nursery_collect(bool may_age)
     LULL_TL(LULL_TL_MINOR_REBUILD, t_rebuild, lull_now_ns() - t_rebuild, 0, 0, 0, NULL);
     uint64_t unused, promoted = gather(ntracers, &s, &unused);
     lull_nursery_note_minor(&s);
-    lull_meter_unused(unused + s.large_freed);
+    lull_meter_unused(unused);
     lull_finalize_end_minor();
     if (lull_cfg.verify_nursery)
         lull_minor_verify();
