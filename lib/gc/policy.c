@@ -1039,12 +1039,14 @@ static int while_marking(int otherwise, const char **reason)
  * or, when more survived the last minor, that times the heap growth (the
  * goal's rule applied to them), so that objects the program keeps for a
  * while die young rather than age into the major heap and wait for a
- * major. Under a memory limit, at most the major heap's allowance. */
+ * major. Under a memory limit, at most what is left of the major heap's
+ * allowance: the young set and the major heap share the room. */
 static uint64_t young_large_budget(void)
 {
     uint64_t b = lull_los_survived_bytes() / 100 * lull_pacer_growth();
-    if (lull_pacer_memory_limit() && b > lull_meter_g.allowance)
-        b = lull_meter_g.allowance;
+    uint64_t a = lull_meter_g.allowance, used = lull_meter_g.allocated;
+    if (lull_pacer_memory_limit() && b > a - (used < a ? used : a))
+        b = a - (used < a ? used : a);
     return b > lull_nursery_size() ? b : lull_nursery_size();
 }
 

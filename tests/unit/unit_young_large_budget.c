@@ -13,8 +13,8 @@
  *    major: a major every few allocations' worth of the allowance. Here
  *    at most the first objects are (until a minor has seen W survive), and
  *    each object sees about one minor.
- * 3. Under a memory limit the budget is at most the major heap's
- *    allowance. */
+ * 3. Under a memory limit the budget is at most what is left of the
+ *    major heap's allowance. */
 #include <pthread.h>
 #include <stdint.h>
 
