@@ -1036,10 +1036,11 @@ static int while_marking(int otherwise, const char **reason)
 }
 
 /* The young large bytes a minor is due at (heap.h): a nursery's worth,
- * or, when more survived the last minor, that times the heap growth (the
- * goal's rule applied to them), so that objects the program keeps for a
- * while die young rather than age into the major heap and wait for a
- * major. Under a memory limit, at most what is left of the major heap's
+ * or, when more pointer-free ones survived the last minor, that times the
+ * heap growth (the goal's rule applied to them), so that objects the
+ * program keeps for a while die young rather than age into the major heap
+ * and wait for a major (those with references are left at the nursery's
+ * worth: pauses scan them). Under a memory limit, at most what is left of the major heap's
  * allowance: the young set and the major heap share the room. */
 static uint64_t young_large_budget(void)
 {

@@ -632,7 +632,11 @@ uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj));
  * final pause keeps every young one, mark.h). A young large object counts
  * in the allocation meter (meter.h) only once a minor makes it old. */
 uint64_t lull_los_young_bytes(void);
-/* Bytes of the young large objects the last minor reached (gc lock held). */
+/* Bytes of the pointer-free young large objects the last minor reached
+ * (gc lock held): what the policy lets the next ones grow to. One that
+ * holds references is not counted: every minor scans its marked cards
+ * and a concurrent major's final pause all its slots, so more of them
+ * would lengthen both. */
 uint64_t lull_los_survived_bytes(void);
 /* The young large objects (at most cap, LULL_LOS_MAX_YOUNG holds them
  * all) into out; returns how many (gc lock held or world stopped). */

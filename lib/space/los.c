@@ -30,7 +30,7 @@ static struct {
     uint32_t young_head;
     uint32_t nyoung;
     uint64_t young_new_bytes;   /* of those allocated since the last minor */
-    uint64_t survived;          /* bytes of those the last minor reached */
+    uint64_t survived;          /* bytes of the pointer-free ones the last minor reached */
 } los_g = { .young_head = LULL_NO_BLOCK };
 
 /* The address range the young large objects lie in ([lo, hi), empty when
@@ -201,7 +201,7 @@ uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj))
         uintptr_t obj = lull_block_addr(i);
         bool reached = y & LULL_LARGE_REACHED;
         bool held = lull_is_marked(obj) || (marking && b->mark_holds);   /* heap.h */
-        if (reached)
+        if (reached && !lull_type_has_refs(lull_header_type(*(const uintptr_t *)obj)))
             los_g.survived += b->large_size;
         if (reached && lull_los_stays_young(obj, may_age)) {
             young_add(i, (y >> 1) + 1);

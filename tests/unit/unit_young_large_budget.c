@@ -14,7 +14,12 @@
  *    at most the first objects are (until a minor has seen W survive), and
  *    each object sees about one minor.
  * 3. Under a memory limit the budget is at most what is left of the
- *    major heap's allowance. */
+ *    major heap's allowance.
+ * 4. Survivors that hold references do not grow it: every minor scans
+ *    their marked cards and a concurrent major's final pause all their
+ *    slots, so more of them would lengthen both pauses. The same window
+ *    of reference arrays runs a minor at each nursery's worth (the
+ *    nursery's size, at most 4 MiB here). */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -27,6 +32,14 @@
 #define MB ((size_t)1 << 20)
 #define W  12u                  /* objects kept: 12 MiB, three 4 MiB nurseries */
 #define NALLOC 600u
+
+typedef struct refs {
+    lull_array_header a;
+    void *item[];
+} refs;
+static const lull_type refs_type = {
+    .name = "refs", .size = sizeof(refs), .elem_size = sizeof(void *), .elem_refs = 1,
+};
 
 typedef struct bytes {
     lull_array_header a;
@@ -131,6 +144,24 @@ int main(void)
     UCHECK(allowance <= W * MB / 2, "the limit left an allowance of %llu KiB: the test shows nothing",
            (unsigned long long)allowance >> 10);
     UCHECK(min >= 8, "%llu minors: the budget passed the allowance", (unsigned long long)min);
+
+    /* 4. survivors with references: the budget stays at the nursery */
+    UCHECK(lull_set_memory_limit(0) == 0, "lull_set_memory_limit");
+    for (unsigned i = 0; i < W; i++)
+        window[i] = NULL;
+    lull_collect(LULL_GEN_MAJOR);
+    min0 = minors();
+    for (unsigned i = 0; i < 8 * W; i++) {
+        window[i % W] = lull_alloc_array(&refs_type, (MB - sizeof(refs)) / sizeof(void *));
+        UCHECK(window[i % W], "allocation");
+    }
+    min = minors() - min0;
+    printf("unit_young_large_budget: %u reference arrays of 1 MiB, each kept for the next %u: %llu minors "
+           "(nursery %zu KiB)\n", 8 * W, W, (unsigned long long)min, lull_nursery_size() >> 10);
+    /* At most a nursery's worth (4 MiB) between minors: 24 or more; grown
+     * to the survivors (W MiB): about 8. */
+    UCHECK(min >= 16, "%llu minors: reference arrays that survived grew the budget",
+           (unsigned long long)min);
     for (unsigned i = 0; i < W; i++)
         window[i] = NULL;
     lull_thread_detach();
