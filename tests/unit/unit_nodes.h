@@ -1,7 +1,7 @@
-/* unit_nodes.h — what the unit tests of the concurrent mark's preclean
- * share: a node with four references and an id, an array of references,
- * one phase of a major run at a time (collect.c), and the wait for the
- * background mark to be done. */
+/* unit_nodes.h — what the unit tests of the concurrent mark (its
+ * preclean, young large objects) share: a node with four references and
+ * an id, an array of references, one phase of a major run at a time
+ * (collect.c), and the wait for the background mark to be done. */
 #ifndef UNIT_NODES_H
 #define UNIT_NODES_H
 

@@ -27,19 +27,11 @@
 #include "space/heap.h"
 #include "space/meter.h"
 #include "space/nursery.h"
-#include "unit.h"
+#include "unit_nodes.h"   /* refs_type */
 
 #define MB ((size_t)1 << 20)
 #define W  12u                  /* objects kept: 12 MiB, three 4 MiB nurseries */
 #define NALLOC 600u
-
-typedef struct refs {
-    lull_array_header a;
-    void *item[];
-} refs;
-static const lull_type refs_type = {
-    .name = "refs", .size = sizeof(refs), .elem_size = sizeof(void *), .elem_refs = 1,
-};
 
 typedef struct bytes {
     lull_array_header a;
@@ -152,7 +144,7 @@ int main(void)
     lull_collect(LULL_GEN_MAJOR);
     min0 = minors();
     for (unsigned i = 0; i < 8 * W; i++) {
-        window[i % W] = lull_alloc_array(&refs_type, (MB - sizeof(refs)) / sizeof(void *));
+        window[i % W] = lull_alloc_array(&refs_type, (MB - sizeof(struct refs)) / sizeof(void *));
         UCHECK(window[i % W], "allocation");
     }
     min = minors() - min0;

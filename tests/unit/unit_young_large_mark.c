@@ -29,22 +29,14 @@
 #include "lull.h"
 #include "space/heap.h"
 #include "trace/mark.h"
-#include "unit.h"
+#include "unit_nodes.h"   /* refs_type */
 
 #define N     (64u << 10)               /* references: 512 KiB */
 #define MASK  ((uintptr_t)0x5a5a5a5a5a5a5a5aull)
 
-typedef struct refs {
-    lull_array_header a;
-    void *item[];
-} refs;
-static const lull_type refs_type = {
-    .name = "refs", .size = sizeof(refs), .elem_size = sizeof(void *), .elem_refs = 1,
-};
-
 static const lull_type blob_type = { .name = "blob12k", .size = 12u << 10 };
 
-static refs *root_d;
+static struct refs *root_d;
 static void *root_r;
 static uintptr_t hidden_d, hidden_e, hidden_r;
 
@@ -52,7 +44,7 @@ static void *alloc_d(void *arg)
 {
     (void)arg;
     UCHECK(lull_thread_attach() == 0, "attach");
-    refs *d = lull_alloc_array(&refs_type, N);
+    struct refs *d = lull_alloc_array(&refs_type, N);
     UCHECK(d, "allocation of D");
     root_d = d;
     hidden_d = (uintptr_t)d ^ MASK;
@@ -68,7 +60,7 @@ static void *alloc_e(void *arg)
 {
     (void)arg;
     UCHECK(lull_thread_attach() == 0, "attach");
-    refs *e = lull_alloc_array(&refs_type, N);
+    struct refs *e = lull_alloc_array(&refs_type, N);
     UCHECK(e, "allocation of E");
     hidden_e = (uintptr_t)e ^ MASK;
     lull_thread_detach();
