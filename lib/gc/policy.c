@@ -1040,14 +1040,16 @@ static int while_marking(int otherwise, const char **reason)
  * heap growth (the goal's rule applied to them), so that objects the
  * program keeps for a while die young rather than age into the major heap
  * and wait for a major (those with references are left at the nursery's
- * worth: pauses scan them). Under a memory limit, at most what is left of the major heap's
- * allowance: the young set and the major heap share the room. */
+ * worth: pauses scan them). Under a memory limit, at most what is left of
+ * the major heap's allowance: the young set and the major heap share the
+ * room. */
 static uint64_t young_large_budget(void)
 {
     uint64_t b = lull_los_survived_bytes() / 100 * lull_pacer_growth();
     uint64_t a = lull_meter_g.allowance, used = lull_meter_g.allocated;
-    if (lull_pacer_memory_limit() && b > a - (used < a ? used : a))
-        b = a - (used < a ? used : a);
+    uint64_t left = used < a ? a - used : 0;
+    if (lull_pacer_memory_limit() && b > left)
+        b = left;
     return b > lull_nursery_size() ? b : lull_nursery_size();
 }
 
