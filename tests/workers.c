@@ -232,16 +232,33 @@ static void test_parallel_mark(void)
 }
 
 /* The parallel minor: young nodes reachable only from an old array's
- * dirty cards, each from 16 slots spread over the array, so tracers that
- * scan different cards race to copy the same node. After each minor every
- * slot of a node must name the one copy (the compare-and-swap on the
- * header let exactly one tracer win), with its id and its chain intact;
- * verify-nursery checks that nothing points into the evacuated nursery.
- * Repeated until the log says the worker copied something. */
-#define MINOR_NODES 4096u
-#define MINOR_SLOTS (MINOR_NODES * 16u)
+ * dirty cards, each from 16 slots spread over 30 of the array's 62 blocks,
+ * so tracers that scan different cards race to copy the same node. After
+ * each minor every slot of a node must name the one copy (the
+ * compare-and-swap on the header let exactly one tracer win), with its id
+ * and its chain intact; verify-nursery checks that nothing points into the
+ * evacuated nursery.
+ *
+ * The array is groups of 16 slots; node j sits in slot k of group
+ * j + k * MINOR_SPREAD. A node's first slot is thus as far into the array
+ * as its number: whatever part of the card list the worker claims when it
+ * joins, some of its nodes are nodes no tracer has reached yet (had every
+ * node a slot near the start, the stopping thread would copy them all
+ * before a worker woken late claimed any card). Repeated until the log
+ * says the worker copied something. */
+#define MINOR_NODES  4096u
+#define MINOR_SPREAD 256u                                   /* groups: 4096 slots, two blocks */
+#define MINOR_GROUPS (MINOR_NODES + 15u * MINOR_SPREAD)
+#define MINOR_SLOTS  (MINOR_GROUPS * 16u)                   /* 992 KiB: a large object, old at once */
 
 static void *minor_root[1];
+
+/* The node slot i names, or MINOR_NODES if none. */
+static unsigned minor_node_at(unsigned i)
+{
+    unsigned g = i / 16u, k = i % 16u;
+    return g >= k * MINOR_SPREAD && g - k * MINOR_SPREAD < MINOR_NODES ? g - k * MINOR_SPREAD : MINOR_NODES;
+}
 
 static NOINLINE void minor_round(struct refs *old, uint64_t base)
 {
@@ -254,8 +271,10 @@ static NOINLINE void minor_round(struct refs *old, uint64_t base)
         if (j)
             LULL_SET(nodes[j], edge[0], nodes[j - 1]);
     }
-    for (unsigned i = 0; i < MINOR_SLOTS; i++)
-        lull_store(old, &old->item[i], nodes[i % MINOR_NODES]);
+    for (unsigned i = 0; i < MINOR_SLOTS; i++) {
+        unsigned j = minor_node_at(i);
+        lull_store(old, &old->item[i], j < MINOR_NODES ? nodes[j] : NULL);
+    }
     memset(nodes, 0, MINOR_NODES * sizeof *nodes);
     free(nodes);
 }
@@ -263,12 +282,17 @@ static NOINLINE void minor_round(struct refs *old, uint64_t base)
 static NOINLINE void minor_check(struct refs *old, uint64_t base)
 {
     for (unsigned i = 0; i < MINOR_SLOTS; i++) {
-        unsigned j = i % MINOR_NODES;
+        unsigned j = minor_node_at(i);
         struct gnode *n = old->item[i];
-        CHECK(n == old->item[j], "slot %u and slot %u named node %u and now differ (%p, %p): two copies", i, j,
-              j, (void *)n, old->item[j]);
+        if (j == MINOR_NODES) {
+            CHECK(n == NULL, "slot %u names no node and now holds %p", i, (void *)n);
+            continue;
+        }
+        struct gnode *first = old->item[16u * j];   /* slot 0 of group j */
+        CHECK(n == first, "slot %u and slot %u named node %u and now differ (%p, %p): two copies", i, 16u * j, j,
+              (void *)n, (void *)first);
         CHECK(n->id == base + j, "node %u: id %llu", j, (unsigned long long)n->id);
-        CHECK(j ? n->edge[0] == old->item[j - 1] : n->edge[0] == NULL, "node %u: chain broken", j);
+        CHECK(j ? n->edge[0] == old->item[16u * (j - 1)] : n->edge[0] == NULL, "node %u: chain broken", j);
     }
 }
 
@@ -277,33 +301,46 @@ static void test_parallel_minor(void)
     CHECK(setenv("LULL_GC_DEBUG", "verify-nursery,log", 1) == 0, "setenv");
     CHECK(lull_init("mark-workers=2") == 0, "lull_init mark-workers=2");
     CHECK(lull_root_add_refs(minor_root, 1) == 0, "root");
-    minor_root[0] = lull_alloc_array(&refs_type, MINOR_SLOTS);   /* 512 KiB: a large object, old at once */
+    minor_root[0] = lull_alloc_array(&refs_type, MINOR_SLOTS);
     CHECK(minor_root[0] != NULL, "alloc");
-    int rounds = 0;
+    /* Old before the rounds: the dirty cards of a young large object are
+     * scanned by the one tracer that reaches it, those of an old one are
+     * shared out. A young large object stays young for at most two
+     * minors (LULL_LOS_YOUNG_MINORS). */
+    for (int i = 0; i < 3; i++)
+        lull_collect(LULL_GEN_NURSERY);
+    int rounds = 0, minors = 0;
     double by_workers = 0;
     do {
         struct refs *old = minor_root[0];
         uint64_t base = (uint64_t)rounds * MINOR_NODES;
+        /* The stores may start minors of their own (the dirty-card
+         * budget): every minor of the round counts. */
+        capture_begin();
         minor_round(old, base);
         clobber_stack();
-        capture_begin();
         lull_collect(LULL_GEN_NURSERY);
         const char *log = capture_end();
-        const char *p = strstr(log, "KiB by workers)");
-        CHECK(p != NULL, "LULL_GC_DEBUG=log printed no minor line: %s", log);
-        while (p > log && p[-1] != '(')
-            p--;
-        by_workers += strtod(p, NULL);
+        int seen = 0;
+        for (const char *p = log; (p = strstr(p, "KiB by workers)")) != NULL; p++) {
+            const char *q = p;
+            while (q > log && q[-1] != '(')
+                q--;
+            by_workers += strtod(q, NULL);
+            seen++;
+        }
+        CHECK(seen > 0, "LULL_GC_DEBUG=log printed no minor line: %s", log);
+        minors += seen;
         minor_check(old, base);
         rounds++;
     } while (by_workers == 0 && rounds < 200);
-    CHECK(by_workers > 0, "the mark worker copied nothing in %d minors", rounds);
+    CHECK(by_workers > 0, "the mark worker copied nothing in %d minors (%d rounds)", minors, rounds);
     lull_root_remove(minor_root);
     minor_root[0] = NULL;
     lull_shutdown();
     unsetenv("LULL_GC_DEBUG");
-    printf("workers: parallel minor: every node copied once; the worker copied %.1f KiB in %d round(s)\n",
-           by_workers, rounds);
+    printf("workers: parallel minor: every node copied once; the worker copied %.1f KiB in %d round(s), %d minor(s)\n",
+           by_workers, rounds, minors);
 }
 
 /* The child: a parallel mark with or without a planted fault. */

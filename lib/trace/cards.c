@@ -42,7 +42,7 @@ static bool minor_scans(const lull_block *b, uint32_t bi, bool *keep)
     return lull_type_has_refs(lull_header_type(*(uintptr_t *)obj));
 }
 
-void lull_cards_list_minor(lull_card_work_list *w)
+void lull_cards_list_minor(lull_card_work_list *w, unsigned ntracers)
 {
     uint8_t *cards = lull_heap_g.cards;
     uint32_t frontier = lull_frontier();
@@ -58,5 +58,7 @@ void lull_cards_list_minor(lull_card_work_list *w)
             memset(bc, 0, LULL_CARDS_PER_BLOCK);
     }
     w->n = n;
+    size_t chunk = n / (4u * (ntracers ? ntracers : 1u));
+    w->chunk = chunk < 1 ? 1 : chunk > LULL_CARD_CHUNK ? LULL_CARD_CHUNK : chunk;
     atomic_store_explicit(&w->next, 0, memory_order_relaxed);
 }

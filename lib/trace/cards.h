@@ -189,6 +189,7 @@ static inline __attribute__((always_inline)) size_t lull_cards_take_block(lull_c
 typedef struct lull_card_work_list {
     uint32_t *block;
     size_t n, cap;
+    size_t chunk;               /* blocks a tracer claims at once */
     atomic_size_t next;
 } lull_card_work_list;
 
@@ -198,10 +199,12 @@ void lull_card_work_fini(lull_card_work_list *w);
  * minor may find old-to-young references (SMALL blocks with references,
  * old large objects with references); clear the cards of every other
  * block, but those of young large objects (scanned if a minor reaches the
- * object, and kept dirty until then: lull_cards_scan_object). */
-void lull_cards_list_minor(lull_card_work_list *w);
+ * object, and kept dirty until then: lull_cards_scan_object). The list is
+ * claimed in chunks small enough that each of `ntracers` tracers can take
+ * several: a short list (a few blocks of one old array) is shared too. */
+void lull_cards_list_minor(lull_card_work_list *w, unsigned ntracers);
 
-#define LULL_CARD_CHUNK 16u     /* work-list blocks a tracer claims at once */
+#define LULL_CARD_CHUNK 16u     /* the most work-list blocks a tracer claims at once */
 
 /* Every tracer of a minor: claim the work list's blocks and scan their
  * dirty cards (s->kind MINOR). */
@@ -211,7 +214,7 @@ static inline __attribute__((always_inline)) void lull_cards_scan_work(lull_card
 {
     lull_card_pipe p = { .n = 0 };
     size_t i0, i1;
-    while (lull_claim(&w->next, w->n, LULL_CARD_CHUNK, &i0, &i1))
+    while (lull_claim(&w->next, w->n, w->chunk, &i0, &i1))
         for (size_t i = i0; i < i1; i++)
             lull_cards_take_block(&p, s, ctx, n, lull_heap_g.cards + (size_t)w->block[i] * LULL_CARDS_PER_BLOCK,
                                   w->block[i]);

@@ -575,7 +575,7 @@ static void copy_all(lull_tracer *tr)
 {
     minor_tracer *self = &minor_g.mt[0];
     lull_roots_scan(NULL, forward_slot, self);
-    lull_cards_list_minor(&minor_g.work);
+    lull_cards_list_minor(&minor_g.work, minor_g.parallel ? lull_workers_count() + 1 : 1);
     if (minor_g.parallel) {
         if (tr->cur)
             lull_tracer_share_older(tr);
