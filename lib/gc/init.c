@@ -160,8 +160,14 @@ int lull_init(const char *params)
     lull_finalize_init();
     lull_threads_init();
     lull_workers_start(cfg.mark_workers - 1, cfg.major == LULL_MAJOR_CONCURRENT);
-    /* The background job touches the first minor's promotion room now, so
-     * that that minor takes no page fault for it (policy.c sets the size). */
+    /* The first minor's promotion room (policy.c sets its size) is made
+     * ready here, its pages touched, before lull_init returns: a program
+     * that fills its first nursery at once would otherwise meet the
+     * background job halfway and fault the rest in inside that minor. No
+     * background job runs yet (one at a time prepares blocks: major.c);
+     * the one started next keeps the room up from then on. */
+    atomic_store_explicit(&lull_bg_stop, false, memory_order_relaxed);
+    lull_major_prepare_for_promotion();
     lull_gc_lock();
     lull_major_resume_sweep();
     lull_gc_unlock();
