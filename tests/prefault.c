@@ -12,9 +12,9 @@
  * minors promote on average (major.c: prepare_batch). After five rounds of
  * warming up, the median minor must take under an eighth of the faults its
  * promotion would take on fresh memory (without the job: one a page), and
- * the first under a quarter (lull_init posts the job for a nursery's
- * worth; the first minor also touches the grey stack's sections and such
- * for the first time).
+ * the first under a quarter (lull_init makes a nursery's worth ready
+ * before it returns; the first minor also touches the grey stack's
+ * sections and such for the first time).
  *
  * `prefault marking` does the same while a concurrent mark runs, started
  * before the first round and stretched by mark-delay past the last: the

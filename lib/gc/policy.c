@@ -219,7 +219,7 @@ void lull_policy_init(void)
     lull_nursery_resize(size_for_target());
     policy_g.predicted_ns = per_byte_ns() * (double)lull_nursery_size();
     /* Nothing measured: the first minor may promote its whole nursery, into
-     * blocks made ready ahead (lull_init posts the job that touches them). */
+     * blocks made ready ahead (lull_init touches them before it returns). */
     lull_major_set_block_reserve(lull_policy_block_reserve());
 }
 
