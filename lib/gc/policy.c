@@ -138,6 +138,7 @@ static struct {
 
 static uint32_t card_budget_for(unsigned threads);
 static size_t size_for_target(void);
+static size_t size_for(bool marking);
 
 static double per_byte_ns(void)
 {
@@ -237,8 +238,9 @@ void lull_policy_note_mark_start(void)
      * the final pause rescans in half the pause target (its roots and the
      * nursery's objects take the rest), at the minors' measured card cost. */
     lull_mark_set_final_budget((size_t)((double)lull_policy_pause_target() / 2 / lull_policy_card_ns()));
-    /* Minors inside the mark have a margin of their own (note_error). */
-    size_t n = size_for_target();
+    /* Minors inside the mark have a margin of their own (note_error); the
+     * mark is not yet flagged as running here (lull_marking). */
+    size_t n = size_for(true);
     if (n < lull_nursery_size())
         lull_nursery_resize(n);
 }
@@ -329,12 +331,12 @@ static bool idle_minors_rule(void)
  * size (a shrink is immediate, growth one doubling per minor: a phase of
  * low survival that ends should not meet a huge nursery). When even
  * NURSERY_FLOOR is predicted to miss the target, the log says so once. */
-static double margin(void);
-static size_t size_for_target(void)
+static double margin_for(bool marking);
+static size_t size_for(bool marking)
 {
     size_t ceiling = lull_nursery_ceiling(), floor = NURSERY_FLOOR < ceiling ? NURSERY_FLOOR : ceiling;
     double per_byte = per_byte_ns();
-    double room = (double)policy_g.target_ns / margin() - policy_g.fixed_ns;
+    double room = (double)policy_g.target_ns / margin_for(marking) - policy_g.fixed_ns;
     double n = room > 0 ? room / (per_byte > 1e-6 ? per_byte : 1e-6) : 0;
     if (n < (double)floor) {
         if (lull_cfg.log && !policy_g.said_unreachable)
@@ -369,6 +371,12 @@ static size_t size_for_target(void)
     if (n < (double)lull_control_nursery_floor())
         n = (double)lull_control_nursery_floor();
     return n > (double)ceiling ? ceiling : (size_t)n;
+}
+
+/* The nursery for the next minor, in the state the program is in. */
+static size_t size_for_target(void)
+{
+    return size_for(lull_marking());
 }
 
 /* The pause the cards are budgeted against: the target, or while the
@@ -492,13 +500,18 @@ static double root(double v)
     return x;
 }
 
-static double margin(void)
+static double margin_for(bool marking)
 {
-    __typeof__(policy_g.err[0]) *e = &policy_g.err[lull_marking()];
+    __typeof__(policy_g.err[0]) *e = &policy_g.err[marking];
     if (e->n < ERR_MIN_SAMPLES)
         return MARGIN_MAX;
     double q = e->mean + ERR_SPREAD * root(e->var);
     return q < 1.0 ? 1.0 : q > MARGIN_MAX ? MARGIN_MAX : q;
+}
+
+static double margin(void)
+{
+    return margin_for(lull_marking());
 }
 
 double lull_policy_minor_margin(void)
