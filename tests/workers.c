@@ -249,7 +249,7 @@ static void test_parallel_mark(void)
 #define MINOR_NODES  4096u
 #define MINOR_SPREAD 256u                                   /* groups: 4096 slots, two blocks */
 #define MINOR_GROUPS (MINOR_NODES + 15u * MINOR_SPREAD)
-#define MINOR_SLOTS  (MINOR_GROUPS * 16u)                   /* 992 KiB: a large object, old at once */
+#define MINOR_SLOTS  (MINOR_GROUPS * 16u)                   /* 992 KiB: a large object */
 
 static void *minor_root[1];
 

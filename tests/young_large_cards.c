@@ -138,20 +138,10 @@ static NOINLINE void check_old_refs(const char *when)
  * soon the markers get going: of its own the heap holds a handful of
  * objects, one slice's worth. */
 #define BALLAST 1024u
-static NOINLINE void make_ballast(void)
-{
-    struct tnode *head = NULL;
-    for (uint32_t i = 0; i < BALLAST; i++) {
-        struct tnode *t = tnode_new(9000 + i);
-        LULL_SET(t, next, head);
-        head = t;
-        proots[3] = head;
-    }
-}
 
 static NOINLINE void card_limited(bool in_mark)
 {
-    make_ballast();
+    proots[3] = list_build(9000, BALLAST);
     lull_collect(LULL_GEN_NURSERY);    /* nothing young but the array (and the ballast, now old) */
     if (in_mark)
         start_mark();

@@ -569,13 +569,13 @@ static void drain_rest(minor_tracer *self)
 }
 
 /* Step 2: copy from precise roots (this thread), then cards, pinned
- * objects and the copies (every tracer: copy_job), then what no grey-stack
- * section could hold (this thread, to the end). */
-static void copy_all(lull_tracer *tr)
+ * objects and the copies (every tracer of the `ntracers`: copy_job), then
+ * what no grey-stack section could hold (this thread, to the end). */
+static void copy_all(lull_tracer *tr, unsigned ntracers)
 {
     minor_tracer *self = &minor_g.mt[0];
     lull_roots_scan(NULL, forward_slot, self);
-    lull_cards_list_minor(&minor_g.work, minor_g.parallel ? lull_workers_count() + 1 : 1);
+    lull_cards_list_minor(&minor_g.work, ntracers);
     if (minor_g.parallel) {
         if (tr->cur)
             lull_tracer_share_older(tr);
@@ -708,7 +708,7 @@ uint64_t lull_nursery_collect(bool may_age)
     pin_roots(&tr);
 
     uint64_t t_trace = lull_now_ns();
-    copy_all(&tr);
+    copy_all(&tr, ntracers);
     uint64_t t_weak = lull_now_ns();
     LULL_TL(LULL_TL_MINOR_COPY, t_trace, t_weak - t_trace, 0, 0, 0, NULL);
     weak_pass(self);
