@@ -621,7 +621,8 @@ static void case_check_mod_union(bool fault)
     child_init();
     make_chain("lull: check-mod-union: object %p (type box), marked and scanned, holds at offset %zu a "
                "reference to unmarked %p on a card clean in the union table: the concurrent mark would free a "
-               "reachable object (a store without lull_store, or a card cleared without its objects rescanned)",
+               "reachable object (a store without lull_store, or a card cleared without its objects rescanned). "
+               "The target is an object of type leaf; the slot's card in the minors' table is clean",
                false);
     clobber_stack();
     concurrent_case(fault);

@@ -1553,10 +1553,23 @@ static void check_mod_union_slot(void **slotp, void *ctx)
     if (lull_heap_g.union_cards[card])
         return;
     const lull_type *t = lull_header_type(*(uintptr_t *)holder);
+    /* What the target is tells a missed store or rescan (a typed object)
+     * from a dangling reference (a free slot, freed by an earlier cycle). */
+    uintptr_t vh = *(uintptr_t *)v;
+    const lull_type *vt = lull_object_start_plausible(v, vh) ? lull_header_type(vh) : NULL;
+    char what[96];
+    if (vt)
+        snprintf(what, sizeof what, "an object of type %s", vt->name ? vt->name : "?");
+    else if (!vh)
+        snprintf(what, sizeof what, "a free slot (a dangling reference)");
+    else
+        snprintf(what, sizeof what, "not an object start (word 0 %#lx)", (unsigned long)vh);
     lull_fatal("check-mod-union", "object %p (type %s), marked and scanned, holds at offset %zu a reference to "
                "unmarked %p on a card clean in the union table: the concurrent mark would free a reachable "
-               "object (a store without lull_store, or a card cleared without its objects rescanned)", (void *)holder, t && t->name ? t->name : "?",
-               (size_t)((uintptr_t)slotp - holder), (void *)v);
+               "object (a store without lull_store, or a card cleared without its objects rescanned). "
+               "The target is %s; the slot's card in the minors' table is %s",
+               (void *)holder, t && t->name ? t->name : "?", (size_t)((uintptr_t)slotp - holder), (void *)v, what,
+               lull_heap_g.cards[card] ? "dirty" : "clean");
 }
 
 static void check_mod_union_object(uintptr_t obj, void *ctx)
