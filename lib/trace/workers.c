@@ -4,6 +4,7 @@
 #include "base/config.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,11 +24,14 @@ static struct {
     unsigned        wanted;      /* what lull_init asked for */
     uint64_t        job_seq;     /* bumped for every job */
     uint64_t        start_seq;   /* job_seq when the threads were started */
-    unsigned        running;     /* workers that joined the current job and are still in it */
+    atomic_uint     running;     /* workers that joined the current job and are still in it
+                                    (written under `lock`, read without it by spin_until_zero) */
     bool            job_closed;  /* the caller's own call returned: no worker joins any more */
     atomic_int     *job_active;  /* the job's termination count, bumped by each joiner */
     unsigned        width;       /* workers that take part in pause jobs */
     unsigned        pause_wanted;
+    bool            spin;        /* more than one CPU allowed: spin_until_zero polls */
+    uint64_t        waits_slept; /* lull_workers_waits_slept */
     lull_worker_job job;
     void           *arg;
     bool            quit;
@@ -41,7 +45,7 @@ static struct {
     unsigned        bg_width;
     bool            bg_posted;   /* may still be taken (false once stopped) */
     bool            bg_pending;  /* started, to be posted at the gc lock's release */
-    unsigned        bg_running;  /* threads inside bg_job */
+    atomic_uint     bg_running;  /* threads inside bg_job (the same) */
     uint64_t        bg_taken;    /* background jobs taken by a thread, all told */
     uint64_t        bg_kicks;    /* lull_workers_background_kick calls */
     uint64_t        bg_stop_cpu_ns;   /* lull_workers_last_stop_cpu_ns */
@@ -79,7 +83,7 @@ static void *worker_main(void *arg)
                 if (workers_g.job_seq != seen || workers_g.job_closed)
                     continue;
             }
-            workers_g.running++;
+            atomic_fetch_add(&workers_g.running, 1);
             if (workers_g.job_active)
                 atomic_fetch_add(workers_g.job_active, 1);
             lull_worker_job job = workers_g.job;
@@ -89,20 +93,20 @@ static void *worker_main(void *arg)
             job(tr, jarg);
             LULL_TL(LULL_TL_WORKER_JOB, t0, lull_now_ns() - t0, 0, 0, 0, NULL);
             pthread_mutex_lock(&workers_g.lock);
-            if (--workers_g.running == 0)
+            if (atomic_fetch_sub(&workers_g.running, 1) == 1)
                 pthread_cond_signal(&workers_g.done);
             continue;
         }
         if (workers_g.bg_posted && id < workers_g.bg_width && bg_seen != workers_g.bg_seq) {
             bg_seen = workers_g.bg_seq;
-            workers_g.bg_running++;
+            atomic_fetch_add(&workers_g.bg_running, 1);
             workers_g.bg_taken++;
             lull_worker_job job = workers_g.bg_job;
             void *jarg = workers_g.bg_arg;
             pthread_mutex_unlock(&workers_g.lock);
             job(tr, jarg);
             pthread_mutex_lock(&workers_g.lock);
-            if (--workers_g.bg_running == 0)
+            if (atomic_fetch_sub(&workers_g.bg_running, 1) == 1)
                 pthread_cond_broadcast(&workers_g.bg_done);
             continue;
         }
@@ -143,8 +147,19 @@ static void start_threads(unsigned n)
     workers_g.width = workers_g.pause_wanted < workers_g.nthreads ? workers_g.pause_wanted : workers_g.nthreads;
 }
 
+/* The CPUs this process may run on. */
+static unsigned cpus_allowed(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return (unsigned)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1u;
+}
+
 void lull_workers_start(unsigned n, bool background)
 {
+    workers_g.spin = cpus_allowed() > 1;
     workers_g.pause_wanted = n;
     workers_g.wanted = n ? n : background ? 1 : 0;
     start_threads(workers_g.wanted);
@@ -175,9 +190,9 @@ void lull_workers_after_fork_child(void)
     pthread_cond_init(&workers_g.done, NULL);
     pthread_cond_init(&workers_g.bg_done, NULL);
     pthread_cond_init(&workers_g.bg_kick, NULL);
-    workers_g.running = 0;
+    atomic_store(&workers_g.running, 0);
     workers_g.bg_posted = workers_g.bg_pending = false;    /* stopped before fork (init.c) */
-    workers_g.bg_running = 0;
+    atomic_store(&workers_g.bg_running, 0);
 #if LULL_ASAN
     /* AddressSanitizer's allocator does not reset its locks at fork(): one
      * a parent thread held stays held here, and a new thread's start-up
@@ -223,7 +238,7 @@ static void post_background(void)
 void lull_workers_start_background(lull_worker_job job, void *arg, unsigned width)
 {
     pthread_mutex_lock(&workers_g.lock);
-    LULL_ASSERT(!workers_g.bg_posted && !workers_g.bg_pending && !workers_g.bg_running && workers_g.nthreads);
+    LULL_ASSERT(!workers_g.bg_posted && !workers_g.bg_pending && !atomic_load(&workers_g.bg_running) && workers_g.nthreads);
     atomic_store_explicit(&lull_bg_stop, false, memory_order_relaxed);
     workers_g.bg_job = job;
     workers_g.bg_arg = arg;
@@ -242,6 +257,28 @@ uint64_t lull_workers_background_taken(void)
     return n;
 }
 
+/* Waiting for workers to leave a job (`lock` held, released meanwhile):
+ * they leave within about 0.1 ms once asked, and a thread asleep on a
+ * condition variable takes longer than that to wake on a virtual
+ * machine whose idle CPU halted. So the waiter first polls the count for
+ * up to SPIN_NS, on a machine with more than one CPU (on one, the worker
+ * needs the CPU the poll would take), and then sleeps on the condition
+ * variable as before. */
+#define SPIN_NS 200000u
+static void spin_until_zero(atomic_uint *count)
+{
+    if (!workers_g.spin || !atomic_load(count))
+        return;
+    pthread_mutex_unlock(&workers_g.lock);
+    uint64_t t0 = lull_now_ns();
+    for (unsigned k = 1; atomic_load_explicit(count, memory_order_acquire); k++) {
+        lull_cpu_relax();
+        if (k % 64 == 0 && lull_now_ns() - t0 >= SPIN_NS)
+            break;
+    }
+    pthread_mutex_lock(&workers_g.lock);
+}
+
 /* The CPU clock of background participant i, in ns (0 if unreadable). */
 static uint64_t worker_cpu_ns(unsigned i)
 {
@@ -257,14 +294,17 @@ void lull_workers_stop_background(void)
     pthread_mutex_lock(&workers_g.lock);
     workers_g.bg_posted = workers_g.bg_pending = false;   /* not taken yet: never runs */
     workers_g.bg_stop_cpu_ns = 0;
-    if (workers_g.bg_running) {
+    if (atomic_load(&workers_g.bg_running)) {
         unsigned n = workers_g.bg_width < workers_g.nthreads ? workers_g.bg_width : workers_g.nthreads;
         uint64_t cpu0[LULL_MAX_WORKERS];
         for (unsigned i = 0; i < n; i++)
             cpu0[i] = worker_cpu_ns(i);
         lull_background_request_stop();                 /* one waiting for the gc lock returns */
         pthread_cond_broadcast(&workers_g.bg_kick);     /* parked ones return too */
-        while (workers_g.bg_running)
+        spin_until_zero(&workers_g.bg_running);
+        if (atomic_load(&workers_g.bg_running))
+            workers_g.waits_slept++;
+        while (atomic_load(&workers_g.bg_running))
             pthread_cond_wait(&workers_g.bg_done, &workers_g.lock);
         for (unsigned i = 0; i < n; i++) {
             uint64_t c = worker_cpu_ns(i), d = c > cpu0[i] ? c - cpu0[i] : 0;
@@ -273,6 +313,14 @@ void lull_workers_stop_background(void)
         }
     }
     pthread_mutex_unlock(&workers_g.lock);
+}
+
+uint64_t lull_workers_waits_slept(void)
+{
+    pthread_mutex_lock(&workers_g.lock);
+    uint64_t n = workers_g.waits_slept;
+    pthread_mutex_unlock(&workers_g.lock);
+    return n;
 }
 
 uint64_t lull_workers_last_stop_cpu_ns(void)
@@ -328,7 +376,8 @@ void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self, atomic_
         return;
     }
     pthread_mutex_lock(&workers_g.lock);
-    LULL_ASSERT(workers_g.running == 0 && !workers_g.bg_running && !workers_g.bg_posted && !workers_g.bg_pending);
+    LULL_ASSERT(atomic_load(&workers_g.running) == 0 && !atomic_load(&workers_g.bg_running) && !workers_g.bg_posted &&
+                !workers_g.bg_pending);
     workers_g.job = job;
     workers_g.arg = arg;
     workers_g.job_active = active;
@@ -341,7 +390,10 @@ void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self, atomic_
 
     pthread_mutex_lock(&workers_g.lock);
     workers_g.job_closed = true;
-    while (workers_g.running)
+    spin_until_zero(&workers_g.running);
+    if (atomic_load(&workers_g.running))
+        workers_g.waits_slept++;
+    while (atomic_load(&workers_g.running))
         pthread_cond_wait(&workers_g.done, &workers_g.lock);
     pthread_mutex_unlock(&workers_g.lock);
 }

@@ -64,6 +64,10 @@ void lull_workers_stop_background(void);
  * has a CPU, whatever the wall-clock wait for the scheduler added. Read
  * by the stopper after the call (gc lock held). */
 uint64_t lull_workers_last_stop_cpu_ns(void);
+/* How many waits for workers to leave a job (a background job's stop, the
+ * end of a pause's job) ended asleep on a condition variable rather than
+ * in the short poll before it (workers.c: spin_until_zero), all told. */
+uint64_t lull_workers_waits_slept(void);
 bool lull_workers_background_stopping(void);
 /* How many times a thread has taken a background job, all told. */
 uint64_t lull_workers_background_taken(void);
