@@ -262,8 +262,8 @@ uint64_t lull_workers_background_taken(void)
  * condition variable takes longer than that to wake on a virtual
  * machine whose idle CPU halted. So the waiter first polls the count for
  * up to SPIN_NS, on a machine with more than one CPU (on one, the worker
- * needs the CPU the poll would take), and then sleeps on the condition
- * variable as before. */
+ * needs the CPU the poll would take), and only then sleeps on the
+ * condition variable. */
 #define SPIN_NS 200000u
 static void spin_until_zero(atomic_uint *count)
 {
@@ -277,6 +277,17 @@ static void spin_until_zero(atomic_uint *count)
             break;
     }
     pthread_mutex_lock(&workers_g.lock);
+}
+
+/* Wait until *count is 0 (`lock` held): the poll, then `cond`, which the
+ * last worker to leave signals; a wait that had to sleep is counted. */
+static void wait_until_zero(atomic_uint *count, pthread_cond_t *cond)
+{
+    spin_until_zero(count);
+    if (atomic_load(count))
+        workers_g.waits_slept++;
+    while (atomic_load(count))
+        pthread_cond_wait(cond, &workers_g.lock);
 }
 
 /* The CPU clock of background participant i, in ns (0 if unreadable). */
@@ -301,11 +312,7 @@ void lull_workers_stop_background(void)
             cpu0[i] = worker_cpu_ns(i);
         lull_background_request_stop();                 /* one waiting for the gc lock returns */
         pthread_cond_broadcast(&workers_g.bg_kick);     /* parked ones return too */
-        spin_until_zero(&workers_g.bg_running);
-        if (atomic_load(&workers_g.bg_running))
-            workers_g.waits_slept++;
-        while (atomic_load(&workers_g.bg_running))
-            pthread_cond_wait(&workers_g.bg_done, &workers_g.lock);
+        wait_until_zero(&workers_g.bg_running, &workers_g.bg_done);
         for (unsigned i = 0; i < n; i++) {
             uint64_t c = worker_cpu_ns(i), d = c > cpu0[i] ? c - cpu0[i] : 0;
             if (d > workers_g.bg_stop_cpu_ns)
@@ -390,10 +397,6 @@ void lull_workers_run(lull_worker_job job, void *arg, lull_tracer *self, atomic_
 
     pthread_mutex_lock(&workers_g.lock);
     workers_g.job_closed = true;
-    spin_until_zero(&workers_g.running);
-    if (atomic_load(&workers_g.running))
-        workers_g.waits_slept++;
-    while (atomic_load(&workers_g.running))
-        pthread_cond_wait(&workers_g.done, &workers_g.lock);
+    wait_until_zero(&workers_g.running, &workers_g.done);
     pthread_mutex_unlock(&workers_g.lock);
 }
