@@ -369,14 +369,19 @@ static const range *range_of(uintptr_t a)
     return a < r->end ? r : NULL;
 }
 
-/* The object of logged range r that holds a (interior) or starts at a. */
-static uintptr_t find_in(const range *r, uintptr_t a, bool interior)
+/* The object of logged range r that holds a (interior) or starts at a,
+ * walking from *from (r's start or the end of an object in r, at or below
+ * a); *from is left at the end of the last object walked, an object
+ * boundary still (never inside the zeroed memory past it). */
+static uintptr_t find_in(const range *r, uintptr_t *from, uintptr_t a, bool interior)
 {
-    uintptr_t p = r->start, obj;
+    uintptr_t p = *from, obj;
     size_t size;
-    while (lull_nursery_walk(&p, a < r->end ? a + 1 : r->end, &obj, &size))
+    while (lull_nursery_walk(&p, a < r->end ? a + 1 : r->end, &obj, &size)) {
+        *from = p;
         if (a < obj + size)
             return interior || a == obj ? obj : 0;
+    }
     return 0;
 }
 
@@ -384,23 +389,28 @@ uintptr_t lull_nursery_find(uintptr_t a, bool interior)
 {
     LULL_ASSERT(nursery_g.log_sorted);
     const range *r = range_of(a);
-    return r ? find_in(r, a, interior) : 0;
+    uintptr_t from = r ? r->start : 0;
+    return r ? find_in(r, &from, a, interior) : 0;
 }
 
+/* One walk per logged range however many addresses fall in it: the
+ * addresses ascend, so each resumes where the last one's walk stopped. */
 size_t lull_nursery_objects_at(uintptr_t *a, size_t n)
 {
     size_t out = 0;
-    uintptr_t last = 0, last_end = 0;
+    uintptr_t last = 0, last_end = 0, from = 0;
     const range *r = NULL;
     for (size_t i = 0; i < n; i++) {
         uintptr_t v = a[i];
         if (last && v >= last && v < last_end)
             continue;                    /* same object as the previous one */
-        if (!r || v < r->start || v >= r->end)
+        if (!r || v < r->start || v >= r->end) {
             r = range_of(v);
+            from = r ? r->start : 0;
+        }
         if (!r)
             continue;
-        uintptr_t obj = find_in(r, v, true);
+        uintptr_t obj = find_in(r, &from, v, true);
         if (!obj)
             continue;
         last = obj;
