@@ -139,8 +139,9 @@ typedef struct lull_type {
 
 /*
  * One object of `type`, zeroed, header filled in. Small objects (up to
- * 2 KiB) come from the thread's buffer in the nursery (inline, below) and
- * may move until promoted; larger ones never move. Returns NULL with
+ * 8 KiB) come from the thread's buffer in the nursery (up to 2 KiB inline,
+ * below; bigger ones out of line) and may move until promoted; large
+ * objects (over 8 KiB) never move. Returns NULL with
  * errno = ENOMEM when the heap cannot satisfy the request even after a
  * full collection; the heap stays consistent and every live object intact.
  * Attached thread; may run a pause. A malformed type, an unattached
@@ -540,13 +541,14 @@ typedef struct lull_stats {
     /* Concurrent marks finished with the world stopped because the program
      * got far past its allowance (also in collections_major_sync). */
     uint64_t mark_finishes_sync;
-    /* Allocations that did not bump a TLAB (objects over
-     * LULL__TLAB_MAX_OBJECT, lull_alloc_pinned, and the allocation that
-     * refilled a TLAB), and how many of those took a lock shared by all
-     * threads: the gc lock (a thread cache's batch refill, a large object,
-     * a collection) or the nursery's lock (every TLAB refill, held only to
-     * cut the TLAB, never while it is zeroed or a collection runs); the
-     * rest came from the thread's own caches without a lock. Since
+    /* Allocations that did not take the inline fast path (objects over
+     * LULL__TLAB_MAX_OBJECT, which bump the TLAB out of line up to 8 KiB,
+     * lull_alloc_pinned, and the allocation that refilled a TLAB), and how
+     * many of those took a lock shared by all threads: the gc lock (a
+     * thread cache's batch refill, a large object, a collection) or the
+     * nursery's lock (every TLAB refill, held only to cut the TLAB, never
+     * while it is zeroed or a collection runs); the rest came from the
+     * thread's TLAB or its own caches without a lock. Since
      * lull_init, every thread, attached or gone. */
     uint64_t alloc_outside_tlab;
     uint64_t alloc_locked;

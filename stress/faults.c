@@ -444,7 +444,7 @@ struct phase_result {
 /* fail-mmap=1: the heap is the nursery and cannot grow (header comment). */
 static uint64_t refused;             /* atomic */
 
-#define NURSERY_OBJECT_MAX 2048u     /* LULL__TLAB_MAX_OBJECT: bigger objects never use the nursery */
+#define NURSERY_OBJECT_MAX 8192u     /* LULL_MAX_SMALL: bigger objects never use the nursery */
 
 static size_t sobj_bytes(size_t len)
 {

@@ -11,10 +11,10 @@
  * the marker believes finished. Only the write barrier's card, the union
  * card table (when a minor clears that card) and the final pause's rescan
  * keep it alive. Mutators also replace tokens with new ones (old-to-young
- * references), allocate 2-8 KiB tokens straight into the major heap
- * (allocated black while a mark runs) and large garbage, so that majors
- * start by themselves and minors run inside marks (small garbage fills
- * the nursery).
+ * references), allocate 2-8 KiB tokens (bumped into the TLAB out of
+ * line) and large garbage, so that majors start by themselves (promoted
+ * tokens and large objects use up the allowance) and minors run inside
+ * marks (small and 2-8 KiB garbage fills the nursery).
  *
  * Every token is checked where its owner expects it (id, type, length,
  * sum, payload: stress_common.h): a token the collector freed, poisoned or
@@ -60,8 +60,7 @@ static uint64_t token_id(int thread, uint64_t n)
     return ((uint64_t)(thread + 1) << 48) | n;
 }
 
-/* Tokens: mostly nursery-sized, one in eight 2-8 KiB (straight into the
- * major heap, allocated black during a mark). */
+/* Tokens: mostly under 200 bytes, one in eight 2-8 KiB (out of line). */
 static struct sobj *token_new(stress_rng *r, uint64_t id)
 {
     size_t len = stress_chance(r, 12) ? stress_range(r, 300, STRESS_SMALL_MAX_LEN) : stress_range(r, 0, 24);
@@ -163,8 +162,9 @@ static void *mutator_main(void *arg)
                 m->replaced++;
             }
         }
-        /* Garbage that uses up the major heap's allowance: a large object
-         * now and then, 2-8 KiB objects otherwise. */
+        /* Garbage: a large object now and then (it uses up the major
+         * heap's allowance once a minor makes it old), 2-8 KiB objects
+         * otherwise (they fill the nursery). */
         for (int g = 0; g < 32; g++)
             if (!stress_sobj_new(token_id(m->index, 0xffffffffff), stress_range(&r, 0, 120)))
                 stress_fail("thread %d: garbage allocation failed: %s", m->index, strerror(errno));

@@ -1,14 +1,18 @@
 /*
- * alloc_locks — how often allocation outside the TLAB takes the gc lock
- * (lull_stats.alloc_outside_tlab and alloc_locked).
+ * alloc_locks — how often allocation outside the inline fast path takes a
+ * shared lock (lull_stats.alloc_outside_tlab and alloc_locked).
  *
  * Two threads each allocate 20,000 pointer-free arrays of 7-8 KiB (the
- * largest size class: two slots a block) and keep every 16th in a ring of
- * 64, checking each kept one when it is replaced. Each thread cache refill
- * must be a batch: the gc lock is taken for fewer than 200 of every
- * thousand such allocations (once per block would be 500). Then 200 large
- * objects (64 KiB): each takes the lock once, never more than once plus
- * what collections take. The counts survive the threads' detaching.
+ * largest size class) and keep every 16th in a ring of 64, checking each
+ * kept one when it is replaced. They live in the nursery; a TLAB refill
+ * for one must be a batch (LULL_TLAB_MEDIUM): the nursery lock is taken
+ * for fewer than 200 of every thousand such allocations (a TLAB per
+ * object would be 1000). Then 4,000 objects of 7.5 KiB straight into the
+ * major heap (lull_alloc_pinned): each refill of the thread's free list
+ * must be a batch too, the gc lock taken for fewer than 200 a thousand
+ * (once per block would be 500). Then 200 large objects (64 KiB): each
+ * takes the lock once, never more than once plus what collections take.
+ * The counts survive the threads' detaching.
  */
 #include "check.h"
 
@@ -59,11 +63,28 @@ int main(void)
         pthread_join(t[i], NULL);
     lull_get_stats(&s1);
     uint64_t outside = s1.alloc_outside_tlab - s0.alloc_outside_tlab, locked = s1.alloc_locked - s0.alloc_locked;
-    printf("medium: %" PRIu64 " allocations outside TLABs, %" PRIu64 " took the gc lock (%.1f per thousand)\n",
+    printf("medium: %" PRIu64 " allocations outside the fast path, %" PRIu64 " took a lock (%.1f per thousand)\n",
            outside, locked, 1000.0 * (double)locked / (double)outside);
     CHECK(outside >= 2 * PER_THREAD, "every medium allocation is counted (%" PRIu64 ")", outside);
+    CHECK(locked * 1000 < 200 * outside, "a lock was taken %" PRIu64 " times for %" PRIu64
+          " medium allocations: TLAB refills are not batched", locked, outside);
+
+    static const lull_type pinned_type = { .name = "pinned-7.5k", .size = 7680 };
+    for (int i = 0; i < 4000; i++) {
+        uint64_t *p = lull_alloc_pinned(&pinned_type);
+        CHECK(p && p[1] == 0 && p[7680 / 8 - 1] == 0, "pinned object %d", i);
+        p[1] = (uint64_t)i;
+    }
+    lull_stats sp;
+    lull_get_stats(&sp);
+    outside = sp.alloc_outside_tlab - s1.alloc_outside_tlab;
+    locked = sp.alloc_locked - s1.alloc_locked;
+    printf("pinned: %" PRIu64 " allocations, %" PRIu64 " took the gc lock (%.1f per thousand)\n", outside, locked,
+           1000.0 * (double)locked / (double)outside);
+    CHECK(outside >= 4000, "every pinned allocation is counted (%" PRIu64 ")", outside);
     CHECK(locked * 1000 < 200 * outside, "the gc lock was taken %" PRIu64 " times for %" PRIu64
-          " medium allocations: refills are not batched", locked, outside);
+          " pinned medium allocations: refills are not batched", locked, outside);
+    s1 = sp;
 
     uint64_t minors = s1.collections_minor + s1.collections_major;
     for (int i = 0; i < 200; i++) {

@@ -322,6 +322,26 @@ static const lull_type bytes_type UNUSED = {
     .elem_size = 1,
 };
 
+/* A pointer-free object of `bytes` straight into the major heap
+ * (lull_alloc_pinned; lull_alloc puts objects of up to 8 KiB in the
+ * nursery): garbage that counts against the major heap's allowance at
+ * once, as promoted objects do. Sizes from 64 bytes to 8 KiB, in steps
+ * of 64 (one type per step). */
+#define MAJOR_BLOB_STEP 64u
+#define MAJOR_BLOB_MAX  8192u
+static UNUSED void *major_blob(size_t bytes)
+{
+    static lull_type types[MAJOR_BLOB_MAX / MAJOR_BLOB_STEP];
+    size_t i = (bytes + MAJOR_BLOB_STEP - 1) / MAJOR_BLOB_STEP;
+    i = i < 1 ? 1 : i > MAJOR_BLOB_MAX / MAJOR_BLOB_STEP ? MAJOR_BLOB_MAX / MAJOR_BLOB_STEP : i;
+    lull_type *t = &types[i - 1];
+    if (!__atomic_load_n(&t->size, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&t->name, "test-major-blob", __ATOMIC_RELAXED);
+        __atomic_store_n(&t->size, i * MAJOR_BLOB_STEP, __ATOMIC_RELEASE);
+    }
+    return lull_alloc_pinned(t);
+}
+
 struct refs {
     lull_array_header a;
     void             *item[];

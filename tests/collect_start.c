@@ -18,7 +18,6 @@
  */
 #include "check.h"
 
-static const lull_type blob_type = { .name = "blob", .size = 16, .elem_size = 1 };
 static struct tnode *live;
 
 static NOINLINE void build_live(size_t bytes)
@@ -58,7 +57,7 @@ static void concurrent(void)
     lull_stats s2 = get_stats();
     CHECK(s2.pauses == s1.pauses, "a pause ran while nothing allocated");
     for (int i = 0; i < 100000 && get_stats().collections_major == s0.collections_major; i++)
-        CHECK(lull_alloc_array(&blob_type, 3072) != NULL, "blob");
+        CHECK(major_blob(3088) != NULL, "blob");
     lull_stats s3 = get_stats();
     CHECK(s3.collections_major == s0.collections_major + 1, "the final pause did not run");
     CHECK(!(lull_major_due() & LULL_MAJOR_FINAL_DUE), "final still due after the major");
@@ -68,7 +67,7 @@ static void concurrent(void)
     uint64_t soon_at = 0, done = 0;
     lull_stats s4 = get_stats();
     while (get_stats().pauses_major == s4.pauses_major) {
-        CHECK(lull_alloc_array(&blob_type, 3072) != NULL, "blob");
+        CHECK(major_blob(3088) != NULL, "blob");
         done += 3088;
         if (!soon_at && (lull_major_due() & LULL_MAJOR_SOON))
             soon_at = done;
@@ -91,7 +90,7 @@ static void stw(void)
     CHECK(s1.collections_major_sync == s0.collections_major_sync + 1, "major=stw: no synchronous major");
     int due = 0;
     for (int i = 0; i < 10000000 && !(due & LULL_MAJOR_SOON); i++) {
-        CHECK(lull_alloc_array(&blob_type, 3072) != NULL, "blob");
+        CHECK(major_blob(3088) != NULL, "blob");
         due = lull_major_due();
     }
     CHECK((due & (LULL_MAJOR_SOON | LULL_MAJOR_SYNC)) == (LULL_MAJOR_SOON | LULL_MAJOR_SYNC),

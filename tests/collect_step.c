@@ -3,8 +3,9 @@
  *
  *  - lull_collect_step(0) is -EINVAL;
  *  - background-mark=no, mark-workers=1 (no worker marks): a game loop
- *    of FRAMES frames of 2 ms, each allocating temporaries and medium
- *    objects it keeps a while (so that majors come due), then calling
+ *    of FRAMES frames of 2 ms, each allocating temporaries and 3 KiB
+ *    objects straight into the major heap that it keeps a while (so that
+ *    majors come due), then calling
  *    lull_collect_step with 1 ms: majors start and their marks advance
  *    and end in the steps (LULL_STEP_MARK): none marked with the world
  *    stopped, and (the machine quiet enough for the final pauses to fit a
@@ -29,7 +30,6 @@
 #define RING     256
 #define LIVE     ((size_t)8 << 20)
 
-static const lull_type blob_type = { .name = "blob", .size = 16, .elem_size = 1 };
 static void *ring[RING];
 static struct tnode *live;
 
@@ -57,7 +57,7 @@ static NOINLINE void frame_work(uint64_t f)
     for (int i = 0; i < 1024; i++)
         tnode_new(f * 1024 + (uint64_t)i);            /* temporaries */
     for (int i = 0; i < 16; i++)
-        ring[(f * 16 + (uint64_t)i) % RING] = lull_alloc_array(&blob_type, 3072);
+        ring[(f * 16 + (uint64_t)i) % RING] = major_blob(3088);
 }
 
 static NOINLINE void check_live(void)

@@ -64,7 +64,7 @@ int main(void)
         lull_stats s0;
         lull_get_stats(&s0);
         for (lull_stats s = s0; s.pauses_major == s0.pauses_major; lull_get_stats(&s))
-            CHECK(lull_alloc(&blob4k), "lull_alloc(4 KiB)");
+            CHECK(lull_alloc_pinned(&blob4k), "lull_alloc_pinned(4 KiB)");
         for (int k = 0; k < 20000; k++, rounds++) {
             uint32_t i = (uint32_t)(mix64(rounds) % (SLOTS / STRIDE)) * STRIDE;
             struct tnode *n = tnode_new(SLOTS + rounds);

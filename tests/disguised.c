@@ -16,16 +16,15 @@
  * see through such arithmetic in general; it can see that the object a
  * thread allocated last is the one such a loop is most likely filling.
  * So each thread's last allocation is a root (threads.h): in its TLAB
- * (the word below its allocation pointer) and out of it (a 2-8 KiB object,
- * a large one).
+ * (the word below its allocation pointer: also a 2-8 KiB object, which
+ * the slow path bumps there) and out of it (a large one).
  *
  * The check, for a nursery object, a 2-8 KiB object and a large one, with
  * a minor and with a major: a thread allocates it, fills it, keeps only a
  * WEAK handle and its address XORed with a key, scrubs its stack and
  * spins; the main thread collects. The handle must still name the object,
  * unmoved, its contents intact. Without the rule each case's handle is
- * cleared (the 2-8 KiB object's only by the major): nothing else referred
- * to the object. A thread that collects itself is inside lull, and its
+ * cleared: nothing else referred to the object. A thread that collects itself is inside lull, and its
  * last allocations are no roots then (threads.h: in_gc_lock).
  *
  * Usage: test_disguised [LULL_GC_PARAMS]

@@ -4,8 +4,8 @@
  * often majors run and how large the heap gets, and their bad values.
  *
  * 24 MiB stay live (six 4 MiB byte arrays); the program then drops 256 MiB
- * of 4 KiB byte arrays (major-heap objects: each counts against the
- * allowance). With growth 25 the allowance is 6 MiB, so about forty majors
+ * of 4 KiB objects allocated straight into the major heap (major_blob:
+ * each counts against the allowance). With growth 25 the allowance is 6 MiB, so about forty majors
  * run; with growth 400 it is 96 MiB, two or three. A memory limit of
  * 48 MiB at growth 400 brings the allowance down to what fits under it
  * (about 20 MiB), and the heap stays near the limit. With major=stw each
@@ -30,9 +30,9 @@ static uint64_t churn(uint64_t *peak)
     lull_stats s0 = get_stats();
     *peak = 0;
     for (size_t done = 0; done < CHURN_BYTES; done += GARBAGE) {
-        struct bytes *b = lull_alloc_array(&bytes_type, GARBAGE - sizeof(struct bytes));
-        CHECK(b, "lull_alloc_array");
-        b->b[0] = 1;
+        unsigned char *b = major_blob(GARBAGE);
+        CHECK(b, "major_blob");
+        b[8] = 1;
         if (done % MIB == 0 && done >= CHURN_BYTES / 2) {
             lull_stats s = get_stats();
             if (s.heap_bytes > *peak)

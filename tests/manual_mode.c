@@ -4,7 +4,8 @@
  *  - lull_set_mode with an unknown mode is -EINVAL; before lull_init it is
  *    accepted and holds from lull_init on;
  *  - with memory-limit=64m, 40 MiB of garbage (nodes that fill the
- *    nursery many times over, and medium objects in the major heap) run
+ *    nursery many times over, and 3 KiB objects straight into the major
+ *    heap) run
  *    no collection at all, minor or major, and the heap stays within the
  *    limit; what the program keeps is intact;
  *  - lull_collect still works (counted as usual, not as forced);
@@ -15,7 +16,6 @@
  */
 #include "check.h"
 
-static const lull_type blob_type = { .name = "blob", .size = 16, .elem_size = 1 };
 #define KEEP 1000
 static struct tnode *kept[KEEP];
 
@@ -24,7 +24,7 @@ static NOINLINE void garbage(size_t bytes)
     size_t done = 0;
     for (uint64_t i = 0; done < bytes; i++) {
         if (i % 16 == 0) {
-            CHECK(lull_alloc_array(&blob_type, 3072) != NULL, "blob");
+            CHECK(major_blob(3088) != NULL, "blob");
             done += 3088;
         } else {
             tnode_new(i);

@@ -4,7 +4,8 @@
  *  - the pressure shows in lull_stats.memory_pressure_bytes, never below 0
  *    (removing more than was added leaves 0); what was added before
  *    lull_init counts (the statistics read 0 before it, as every field);
- *  - a program allocates 160 MiB of medium objects, each standing for a
+ *  - a program allocates 160 MiB of 3 KiB objects straight into the major
+ *    heap (major_blob), each standing for a
  *    buffer outside the heap of k times its size (pressure added with it;
  *    freed, as its finalizer would, when a major has run): from a major's
  *    end to the next major's start it allocates half as much with k = 1
@@ -14,8 +15,7 @@
  */
 #include "check.h"
 
-static const lull_type blob_type = { .name = "blob", .size = 16, .elem_size = 1 };
-#define BLOB 3088u
+#define BLOB 3072u
 
 /* Allocate 160 MiB of blobs, each adding k x its size of pressure, freed
  * when a major ends. Returns the average allocation from a major's end
@@ -29,7 +29,7 @@ static double run(const char *params, unsigned k)
     uint64_t last_end = 0, gaps = 0, ngaps = 0;
     bool stw = strstr(params, "stw") != NULL, waiting = false;
     for (uint64_t done = 0, i = 0; done < ((uint64_t)160 << 20); done += BLOB, i++) {
-        CHECK(lull_alloc_array(&blob_type, BLOB - 16) != NULL, "blob");
+        CHECK(major_blob(BLOB) != NULL, "blob");
         if (k) {
             lull_add_memory_pressure((size_t)k * BLOB);
             held += (uint64_t)k * BLOB;

@@ -9,7 +9,7 @@
  *    a region it can take opens;
  *  - 4 threads, ROUNDS regions: in each, the threads together allocate
  *    exactly what the region promised (small objects in the nursery, a
- *    medium one in the major heap, stores into old objects), then the
+ *    3 KiB one straight into the major heap, stores into old objects), then the
  *    region ends; between regions they allocate enough to make minors and
  *    majors run, and every 50th round a concurrent major is started, so
  *    marks run across regions. The pause hook sees no pause while a region
@@ -31,7 +31,6 @@
 #define PER_THREAD  ((size_t)48 << 10)  /* promised per thread per region */
 #define BETWEEN     ((size_t)96 << 10)  /* allocated per thread between regions */
 
-static const lull_type blob_type = { .name = "blob", .size = 16, .elem_size = 1 };
 
 static atomic_int in_region;           /* set after begin returned 0, cleared before end */
 static atomic_ulong pauses_inside, pauses_all;
@@ -68,13 +67,13 @@ static void hook(const lull_pause_event *ev, void *data)
 
 /* Allocate `bytes` (counted as lull counts: object sizes, multiples of
  * 16 here) of nodes kept in the ring and linked from older ones, and a
- * medium blob. */
+ * 3 KiB blob straight into the major heap. */
 static NOINLINE void allocate(int id, size_t bytes, uint64_t *seq)
 {
-    size_t blob = 3072 + 16;
+    size_t blob = 3072;
     size_t done = 0;
     if (bytes >= 2 * blob) {
-        char *b = lull_alloc_array(&blob_type, blob - 16);
+        char *b = major_blob(blob);
         CHECK(b != NULL, "blob");
         done += blob;
     }

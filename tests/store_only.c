@@ -36,7 +36,7 @@ int main(int argc, char **argv)
     while (!mark_running) {
         CHECK(now_ns() - t0 < 20000000000ull, "no concurrent mark began in 20 s of allocation");
         for (int i = 0; i < 64; i++)
-            CHECK(lull_alloc_array(&bytes_type, 4000), "garbage");
+            CHECK(major_blob(4000), "garbage");
     }
 
     /* Only stores from here: node i's next becomes node (i * 7919 + k) mod N. */

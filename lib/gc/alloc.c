@@ -344,15 +344,19 @@ static void refill_asks_policy(lull_thread *t)
 }
 
 /* Bump-allocate from the thread's TLAB, refilling it (and collecting when
- * the nursery is exhausted). A refill takes the nursery lock (counted in
- * alloc_locked), the gc lock only to ask the policy now and then (above)
- * or when the nursery has no room. NULL: the nursery has no room even
- * after a collection (everything in it pinned); the caller goes to the
- * major heap. */
+ * the nursery is exhausted); a medium object (over LULL__TLAB_MAX_OBJECT,
+ * which comes here every time) refills with a larger TLAB (nursery.h). A
+ * refill takes the nursery lock (counted in alloc_locked), the gc lock
+ * only to ask the policy now and then (above) or when the nursery has no
+ * room. NULL: the nursery has no room even after a collection (everything
+ * in it pinned); the caller goes to the major heap. */
 static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, size_t length, bool array)
 {
     lull__tlab_t *tl = t->tlab;
     size_t sz = lull_align_up(bytes, LULL_GRANULE);
+    bool counted = bytes > LULL__TLAB_MAX_OBJECT;   /* never inline: counted whether it refills or not */
+    if (counted)
+        lull_thread_count(&t->alloc_outside_tlab);
     for (int attempt = 0;; attempt++) {
         char *p = tl->next;
         if (sz <= (size_t)(tl->end - p)) {
@@ -367,7 +371,9 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
         if (attempt == 2 || lull_control_nursery_closed())
             return NULL;        /* closed: collections are held (control.h) */
         pace_allocation();
-        lull_thread_count(&t->alloc_outside_tlab);
+        if (!counted)
+            lull_thread_count(&t->alloc_outside_tlab);
+        counted = true;
         lull_thread_count(&t->alloc_locked);
         refill_asks_policy(t);
         if (lull_nursery_refill(t, sz))
@@ -433,7 +439,7 @@ void *lull__alloc_slow(const lull_type *type, size_t length, int array)
         else
             t->tlab->type_ok = type;
     }
-    if (bytes <= LULL__TLAB_MAX_OBJECT) {
+    if (bytes <= LULL_MAX_SMALL) {
         void *p = tlab_alloc(t, type, bytes, length, array);
         if (p) {
             LULL_PROBE2(alloc_nursery, LULL_PROBE_TYPE_NAME(type), bytes);

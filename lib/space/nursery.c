@@ -241,9 +241,12 @@ void lull_nursery_retire_tlab(lull_thread *t)
 }
 
 /* Cut [*s, *s + *take) for a TLAB of at least `need` bytes and log it as
- * thread t's (nursery lock held). */
+ * thread t's (nursery lock held). A medium object's TLAB is
+ * LULL_TLAB_MEDIUM bytes if the fragment has them: a batch of such
+ * objects per refill. */
 static bool cut_tlab(lull_thread *t, size_t need, uintptr_t *s_out, size_t *take_out)
 {
+    size_t most = need > LULL__TLAB_MAX_OBJECT ? LULL_TLAB_MEDIUM : LULL_TLAB_SIZE;
     while (nursery_g.frag_cur < nursery_g.nfrags) {
         range *f = &nursery_g.frags[nursery_g.frag_cur];
         size_t avail = f->end - f->start;
@@ -251,7 +254,7 @@ static bool cut_tlab(lull_thread *t, size_t need, uintptr_t *s_out, size_t *take
             nursery_g.frag_cur++;       /* the rest stays unused until the next minor */
             continue;
         }
-        size_t take = avail < LULL_TLAB_SIZE ? avail : LULL_TLAB_SIZE;
+        size_t take = avail < most ? avail : most;
         if (take < need + TLAB_GAP)
             take = need + TLAB_GAP;
         if (avail - take < MIN_FRAGMENT)

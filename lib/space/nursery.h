@@ -40,6 +40,11 @@
 struct lull_thread;
 
 #define LULL_TLAB_SIZE        ((size_t)8 << 10)
+/* The TLAB a medium object's refill cuts (objects over
+ * LULL__TLAB_MAX_OBJECT and up to LULL_MAX_SMALL live in the nursery too,
+ * as in SGen, and bump the TLAB out of line): one nursery lock per batch
+ * of them, as a major-heap free list's refill would take the gc lock. */
+#define LULL_TLAB_MEDIUM      ((size_t)64 << 10)
 
 /* Header tag bits, set only during a minor collection. */
 #define LULL_HDR_FORWARDED ((uintptr_t)1)
@@ -124,9 +129,10 @@ static inline bool lull_nursery_to_space(uintptr_t v)
 int  lull_nursery_init(size_t size, size_t ceiling);
 void lull_nursery_fini(void);
 
-/* A TLAB of at least `need` bytes for the calling thread t, replacing its
- * current one; zeroed. Any lock or none (it takes the nursery lock, inside
- * a critical region of its own). false: the nursery has no fragment that
+/* A TLAB of at least `need` bytes (LULL_TLAB_SIZE, or LULL_TLAB_MEDIUM
+ * for a medium object, if a fragment has them) for the calling thread t,
+ * replacing its current one; zeroed. Any lock or none (it takes the
+ * nursery lock, inside a critical region of its own). false: the nursery has no fragment that
  * large (a minor is needed: the caller takes the gc lock). */
 bool lull_nursery_refill(struct lull_thread *t, size_t need);
 /* fork(): the forking thread takes the nursery lock after the gc and
