@@ -141,9 +141,9 @@ typedef struct lull_type {
  * One object of `type`, zeroed, header filled in. Small objects (up to
  * 8 KiB) come from the thread's buffer in the nursery (up to 2 KiB inline,
  * below; bigger ones out of line) and may move until promoted; large
- * objects (over 8 KiB) never move. Returns NULL with
- * errno = ENOMEM when the heap cannot satisfy the request even after a
- * full collection; the heap stays consistent and every live object intact.
+ * objects (over 8 KiB) never move. Returns NULL with errno = ENOMEM when
+ * the heap cannot satisfy the request even after a full collection; the
+ * heap stays consistent and every live object intact.
  * Attached thread; may run a pause. A malformed type, an unattached
  * thread or a call before lull_init is misuse. The thread's last
  * allocation stays alive and in place while the thread is stopped outside
