@@ -16,59 +16,39 @@
  */
 #include "check.h"
 
-struct blob {
-    lull_header h;
-    uint64_t    seed;
-    uint64_t    w[14];
-};
-static const lull_type blob_type = { .name = "blob128", .size = sizeof(struct blob) };
+/* Y: 256 bytes between two test nodes (check.h's struct tnode). */
 static const lull_type gap_type = { .name = "gap256", .size = 256 };
 
 #define HIDE ((uintptr_t)0x5a5a5a5a5a5a5a5aull)
-
-static bool blob_ok(const struct blob *b, uint64_t seed)
-{
-    if (b->seed != seed)
-        return false;
-    for (int i = 0; i < 14; i++)
-        if (b->w[i] != mix64(seed + (uint64_t)i))
-            return false;
-    return true;
-}
-
-static void blob_fill(struct blob *b, uint64_t seed)
-{
-    b->seed = seed;
-    for (int i = 0; i < 14; i++)
-        b->w[i] = mix64(seed + (uint64_t)i);
-}
+#define INTO 40     /* an interior offset into a node */
 
 /* X1, Y, X2 and a dead Z, adjacent; the interior addresses of X1 and X2
  * and the address of Y's middle in out[0..2] (ascending); false if the
  * four did not come out adjacent (a TLAB ended among them). */
 static NOINLINE bool make(volatile uintptr_t *out)
 {
-    struct blob *x1 = lull_alloc(&blob_type);
+    struct tnode *x1 = tnode_new(1);
     char *y = lull_alloc(&gap_type);
-    struct blob *x2 = lull_alloc(&blob_type);
-    void *z = lull_alloc(&blob_type);
+    struct tnode *x2 = tnode_new(2);
+    struct tnode *z = tnode_new(3);
     if ((uintptr_t)y != (uintptr_t)x1 + sizeof *x1 || (uintptr_t)x2 != (uintptr_t)y + 256 ||
         (uintptr_t)z != (uintptr_t)x2 + sizeof *x2)
         return false;
-    blob_fill(x1, 1);
-    blob_fill(x2, 2);
-    out[0] = (uintptr_t)x1 + 40;
+    out[0] = (uintptr_t)x1 + INTO;
     out[1] = (uintptr_t)y + 128;
-    out[2] = (uintptr_t)x2 + 40;
+    out[2] = (uintptr_t)x2 + INTO;
     return true;
 }
 
 static NOINLINE void churn(void)
 {
-    for (int i = 0; i < 20000; i++) {
-        struct blob *b = lull_alloc(&blob_type);
-        blob_fill(b, 0xdead0000u + (uint64_t)i);
-    }
+    for (uint64_t i = 0; i < 20000; i++)
+        tnode_new(0xdead0000u + i);
+}
+
+static const struct tnode *node_at(uintptr_t interior)
+{
+    return (const struct tnode *)(interior - INTO);
 }
 
 int main(void)
@@ -82,17 +62,16 @@ int main(void)
     held[1] = 0;
     clobber_stack();
     lull_collect(LULL_GEN_NURSERY);
-    struct blob *x1 = (struct blob *)(held[0] - 40), *x2 = (struct blob *)(held[2] - 40);
-    CHECK(blob_ok(x1, 1) && blob_ok(x2, 2), "X1 or X2 broken by the first minor (not pinned in place?)");
+    CHECK(tnode_ok(node_at(held[0]), 1) && tnode_ok(node_at(held[2]), 2),
+          "X1 or X2 broken by the first minor (not pinned in place?)");
     CHECK(*(const uint64_t *)((y_hidden ^ HIDE) - 128) == 0, "Y was pinned: its header is still there");
     held[1] = y_hidden ^ HIDE;                    /* minors 2-4: an address into the zeroes between them */
-    x1 = x2 = NULL;
     for (int m = 0; m < 3; m++) {
         clobber_stack();
         lull_collect(LULL_GEN_NURSERY);
         churn();
-        CHECK(blob_ok((struct blob *)(held[2] - 40), 2), "X2 lost after minor %d: the lookup missed it", m + 2);
-        CHECK(blob_ok((struct blob *)(held[0] - 40), 1), "X1 lost after minor %d", m + 2);
+        CHECK(tnode_ok(node_at(held[2]), 2), "X2 lost after minor %d: the lookup missed it", m + 2);
+        CHECK(tnode_ok(node_at(held[0]), 1), "X1 lost after minor %d", m + 2);
     }
     printf("pin_gap: X1 and X2 pinned across 4 minors, a stack address into the zeroes between them\n");
     lull_shutdown();

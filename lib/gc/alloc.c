@@ -354,8 +354,8 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
 {
     lull__tlab_t *tl = t->tlab;
     size_t sz = lull_align_up(bytes, LULL_GRANULE);
-    bool counted = bytes > LULL__TLAB_MAX_OBJECT;   /* never inline: counted whether it refills or not */
-    if (counted)
+    bool medium = bytes > LULL__TLAB_MAX_OBJECT;   /* never inline: counted whether it refills or not */
+    if (medium)
         lull_thread_count(&t->alloc_outside_tlab);
     for (int attempt = 0;; attempt++) {
         char *p = tl->next;
@@ -371,9 +371,8 @@ static void *tlab_alloc(lull_thread *t, const lull_type *type, size_t bytes, siz
         if (attempt == 2 || lull_control_nursery_closed())
             return NULL;        /* closed: collections are held (control.h) */
         pace_allocation();
-        if (!counted)
-            lull_thread_count(&t->alloc_outside_tlab);
-        counted = true;
+        if (!medium && !attempt)
+            lull_thread_count(&t->alloc_outside_tlab);   /* its first refill: one allocation, however many */
         lull_thread_count(&t->alloc_locked);
         refill_asks_policy(t);
         if (lull_nursery_refill(t, sz))

@@ -392,8 +392,10 @@ uintptr_t lull_nursery_find(uintptr_t a, bool interior)
 {
     LULL_ASSERT(nursery_g.log_sorted);
     const range *r = range_of(a);
-    uintptr_t from = r ? r->start : 0;
-    return r ? find_in(r, &from, a, interior) : 0;
+    if (!r)
+        return 0;
+    uintptr_t from = r->start;
+    return find_in(r, &from, a, interior);
 }
 
 /* One walk per logged range however many addresses fall in it: the

@@ -132,8 +132,9 @@ void lull_nursery_fini(void);
 /* A TLAB of at least `need` bytes (LULL_TLAB_SIZE, or LULL_TLAB_MEDIUM
  * for a medium object, if a fragment has them) for the calling thread t,
  * replacing its current one; zeroed. Any lock or none (it takes the
- * nursery lock, inside a critical region of its own). false: the nursery has no fragment that
- * large (a minor is needed: the caller takes the gc lock). */
+ * nursery lock, inside a critical region of its own). false: the nursery
+ * has no fragment that large (a minor is needed: the caller takes the gc
+ * lock). */
 bool lull_nursery_refill(struct lull_thread *t, size_t need);
 /* fork(): the forking thread takes the nursery lock after the gc and
  * registry locks; both processes release it. */
