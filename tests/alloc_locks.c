@@ -10,9 +10,12 @@
  * object would be 1000). Then 4,000 objects of 7.5 KiB straight into the
  * major heap (lull_alloc_pinned): each refill of the thread's free list
  * must be a batch too, the gc lock taken for fewer than 200 a thousand
- * (once per block would be 500). Then 200 large objects (64 KiB): each
- * takes the lock once, never more than once plus what collections take.
- * The counts survive the threads' detaching.
+ * (once per block would be 500). Then large objects: 400 of 12 KiB and
+ * 200 of 64 KiB are carved from the thread's reserve, which a refill
+ * takes with the gc lock for several at once (fewer than 200 a thousand,
+ * besides what collections take); 20 of 1 MiB are too big for the
+ * reserve and take the lock once each, never more than once plus what
+ * collections take. The counts survive the threads' detaching.
  */
 #include "check.h"
 
@@ -86,17 +89,32 @@ int main(void)
           " pinned medium allocations: refills are not batched", locked, outside);
     s1 = sp;
 
-    uint64_t minors = s1.collections_minor + s1.collections_major;
-    for (int i = 0; i < 200; i++) {
-        arr *a = lull_alloc_array(&arr_type, 65536);
-        CHECK(a && a->w[8191] == 0, "large object %d", i);
+    static const struct { size_t bytes; unsigned n; bool carved; } large[] = {
+        { 12288, 400, true }, { 65536, 200, true }, { 1u << 20, 20, false },
+    };
+    for (size_t k = 0; k < sizeof large / sizeof large[0]; k++) {
+        uint64_t before = s1.collections_minor + s1.collections_major;
+        size_t len = large[k].bytes - sizeof(lull_array_header);
+        for (unsigned i = 0; i < large[k].n; i++) {
+            arr *a = lull_alloc_array(&arr_type, len);
+            CHECK(a && a->w[0] == 0 && a->w[len / 8 - 1] == 0, "large object %u of %zu bytes", i, large[k].bytes);
+            a->w[0] = a->w[len / 8 - 1] = i + 1;
+        }
+        lull_get_stats(&s2);
+        locked = s2.alloc_locked - s1.alloc_locked;
+        uint64_t collections = s2.collections_minor + s2.collections_major - before;
+        printf("large, %zu bytes: %u allocations, %" PRIu64 " took the gc lock, %" PRIu64 " collections\n",
+               large[k].bytes, large[k].n, locked, collections);
+        CHECK(s2.alloc_outside_tlab - s1.alloc_outside_tlab >= large[k].n, "large allocations counted");
+        if (large[k].carved)
+            CHECK(locked * 1000 < 200 * large[k].n + 2000 * collections, "%" PRIu64 " lock takings for %u "
+                  "large objects of %zu bytes: the reserve is not refilled in batches", locked, large[k].n,
+                  large[k].bytes);
+        else
+            CHECK(locked >= large[k].n && locked <= large[k].n + 2 * collections, "%" PRIu64 " lock takings for %u "
+                  "large objects of %zu bytes", locked, large[k].n, large[k].bytes);
+        s1 = s2;
     }
-    lull_get_stats(&s2);
-    locked = s2.alloc_locked - s1.alloc_locked;
-    uint64_t collections = s2.collections_minor + s2.collections_major - minors;
-    printf("large: 200 allocations, %" PRIu64 " took the gc lock, %" PRIu64 " collections\n", locked, collections);
-    CHECK(s2.alloc_outside_tlab - s1.alloc_outside_tlab >= 200, "large allocations counted");
-    CHECK(locked >= 200 && locked <= 200 + 2 * collections, "%" PRIu64 " lock takings for 200 large objects", locked);
     lull_shutdown();
     return 0;
 }

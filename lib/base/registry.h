@@ -43,6 +43,17 @@ typedef struct lull_alloc_caches {
     lull_alloc_cache c[2][LULL_MAX_CLASSES];   /* [has_refs][class] */
 } lull_alloc_caches;
 
+/* A thread's large-object reserve (space/los.c): blocks [next, end) of
+ * the block space, taken under the gc lock and carved into large objects
+ * by their thread alone, inside a critical region, without a lock. A
+ * minor takes every thread's reserve back with the world stopped, as
+ * detach does with the gc lock. */
+typedef struct lull_los_reserve {
+    uint32_t next, end;
+    uint32_t last;       /* blocks the last refill took (it doubles while the thread carves) */
+    bool     dirty;      /* reused blocks: a carved object is zeroed */
+} lull_los_reserve;
+
 typedef struct lull_thread {
     struct lull_thread *next, *prev;     /* registry, gc lock */
     pthread_t pthread;
@@ -66,6 +77,7 @@ typedef struct lull_thread {
     uint32_t  refills_unasked;           /* TLAB refills since it last asked the policy (alloc.c); this thread only */
     uint32_t  cards_granted;             /* its last card grant (policy.h); this thread, or a pause */
     lull_alloc_caches caches;
+    lull_los_reserve los;                /* this thread, or a pause (above) */
     atomic_uint_fast64_t allocated;      /* bytes; written by this thread only */
     /* Allocations outside the TLAB's bump (medium, large, pinned objects
      * and TLAB refills), and those of them that took the gc lock; written

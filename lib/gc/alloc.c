@@ -251,13 +251,69 @@ static void *alloc_small_slow(lull_thread *t, const lull_type *type, size_t byte
     return fail_enomem();
 }
 
-/* A large object: a run of blocks, gc lock held only to take the run. A
- * reused run is zeroed after the lock is released, inside a critical
- * region entered before it (heap.h: lull_los_alloc), so that no pause
- * sees the object before its header and no other thread waits for the
- * memset; a clean run reads as zero. */
+/* Write a large object's header (its run zeroed first when it was
+ * reused), inside the critical region its run was taken in, and leave it. */
+static void *publish_large(lull_thread *t, uintptr_t *p, bool dirty, const lull_type *type, size_t bytes,
+                           size_t length, uintptr_t tag, bool young)
+{
+    if (dirty)
+        memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
+    LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
+    /* Header last: the object exists for the collector from here on. */
+    if (length)
+        p[1] = length;
+    publish_major(p, type, tag, young);
+    t->last_alloc = (uintptr_t)p;
+    lull_los_published();
+    lull_exit_critical(t);
+    lull_thread_count_alloc(t, bytes);
+    return p;
+}
+
+/* A large object carved from the thread's reserve (heap.h), refilled
+ * under the gc lock at most twice (a minor between the refill and the
+ * carve takes the reserve back); NULL: allocate it alone. */
+static void *alloc_carved(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
+{
+    for (int round = 0; round < 3; round++) {
+        bool dirty = false;
+        lull_enter_critical(t);
+        uintptr_t *p = lull_los_carve(&t->los, bytes, &dirty);
+        if (p)
+            return publish_large(t, p, dirty, type, bytes, length, tag, true);
+        lull_exit_critical(t);
+        if (round == 2)
+            break;
+        pace_allocation();
+        lull_gc_lock();
+        lull_thread_count(&t->alloc_locked);
+        collect_if(LULL_POLICY_SLOW_ALLOC, 0);
+        bool ok = lull_los_refill(&t->los, bytes);
+        if (!ok) {
+            reclaim_for_retry();
+            ok = lull_los_refill(&t->los, bytes);
+        }
+        lull_memory_kick();
+        lull_gc_unlock();
+        if (!ok)
+            break;
+    }
+    return NULL;
+}
+
+/* A large object: from the thread's reserve, or a run of blocks of its
+ * own with the gc lock held only to take the run. A reused run is zeroed
+ * after the lock is released, inside a critical region entered before it
+ * (heap.h: lull_los_alloc), so that no pause sees the object before its
+ * header and no other thread waits for the memset; a clean run reads as
+ * zero. */
 static void *alloc_large(lull_thread *t, const lull_type *type, size_t bytes, size_t length, uintptr_t tag)
 {
+    if (lull_los_carves(bytes)) {
+        void *p = alloc_carved(t, type, bytes, length, tag);
+        if (p)
+            return p;
+    }
     pace_allocation();
     lull_gc_lock();
     lull_thread_count(&t->alloc_locked);
@@ -276,18 +332,7 @@ static void *alloc_large(lull_thread *t, const lull_type *type, size_t bytes, si
     bool young = lull_young_large_at((uintptr_t)p) == (uintptr_t)p;   /* the young range: gc lock */
     lull_enter_critical(t);
     lull_gc_unlock();
-    if (dirty)
-        memset(p, 0, lull_align_up(bytes, sizeof(uintptr_t)));
-    LULL_PROBE2(alloc_large, LULL_PROBE_TYPE_NAME(type), bytes);
-    /* Header last: the object exists for the collector from here on. */
-    if (length)
-        p[1] = length;
-    publish_major(p, type, tag, young);
-    t->last_alloc = (uintptr_t)p;
-    lull_los_published();
-    lull_exit_critical(t);
-    lull_thread_count_alloc(t, bytes);
-    return p;
+    return publish_large(t, p, dirty, type, bytes, length, tag, young);
 }
 
 /* LULL_GC_DEBUG=collect-every=N: a collection every N allocations, every

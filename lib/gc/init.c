@@ -49,7 +49,7 @@ static void fork_prepare(void)
     pthread_mutex_lock(&init_g.init_lock);
     if (lull_is_initialised()) {
         lull_gc_lock();
-        lull_los_wait_published();        /* no large object still being zeroed (heap.h) */
+        lull_los_wait_published();        /* no large object still being zeroed or carved (heap.h) */
         lull_workers_stop_background();   /* a mark's grey objects are held, in both processes */
         lull_registry_lock();             /* no attach in flight */
         lull_nursery_lock_for_fork();     /* no TLAB refill in flight */
@@ -62,6 +62,7 @@ static void fork_parent(void)
     lull_stats_unlock_after_fork();
     if (lull_is_initialised()) {
         lull_nursery_unlock_after_fork();
+        lull_los_allow_carving();
         lull_registry_unlock();
         if (!lull_mark_resume_background())
             lull_major_resume_sweep();
@@ -78,6 +79,7 @@ static void fork_child(void)
         lull_gc_lock_after_fork_child();
         lull_registry_lock_after_fork_child();
         lull_threads_after_fork_child();
+        lull_los_allow_carving();
         lull_registry_unlock();
         lull_workers_after_fork_child();
         lull_finalize_after_fork_child();

@@ -114,6 +114,7 @@ void lull_threads_after_fork_child(void)
         threads_g.outside_tlab_by_detached += atomic_load_explicit(&t->alloc_outside_tlab, memory_order_relaxed);
         threads_g.locked_by_detached += atomic_load_explicit(&t->alloc_locked, memory_order_relaxed);
         lull_major_drop_caches(&t->caches);
+        lull_los_reserve_return(&t->los, true);
         free(t);
     }
     lull_registry_keep_only(self);
@@ -152,6 +153,7 @@ static void finish_detach(lull_thread *t)
 {
     lull_nursery_retire_tlab(t);
     lull_meter_unused(lull_major_return_caches(&t->caches));   /* for other threads at once */
+    lull_los_reserve_return(&t->los, true);
     threads_g.allocated_by_detached += atomic_load_explicit(&t->allocated, memory_order_relaxed);
     threads_g.outside_tlab_by_detached += atomic_load_explicit(&t->alloc_outside_tlab, memory_order_relaxed);
     threads_g.locked_by_detached += atomic_load_explicit(&t->alloc_locked, memory_order_relaxed);

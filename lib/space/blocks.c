@@ -224,7 +224,10 @@ static void unlink_run(uint32_t r)
  * of that kind on either side. */
 static void free_run(uint32_t idx, uint32_t n, bool dirty)
 {
-    if (idx > 0 && B(idx - 1)->state == LULL_BLOCK_FREE) {
+    /* The states of neighbours are read atomically: one may be the edge
+     * of a thread's large-object reserve, which its owner carves without
+     * the gc lock (los.c). */
+    if (idx > 0 && lull_block_state_acquire(B(idx - 1)) == LULL_BLOCK_FREE) {
         uint32_t head = B(idx - 1)->run_head;
         if (B(head)->dirty == dirty) {
             n += B(head)->run_len;
@@ -233,7 +236,7 @@ static void free_run(uint32_t idx, uint32_t n, bool dirty)
         }
     }
     uint32_t right = idx + n;
-    if (right < lull_frontier() && B(right)->state == LULL_BLOCK_FREE && B(right)->dirty == dirty) {
+    if (right < lull_frontier() && lull_block_state_acquire(B(right)) == LULL_BLOCK_FREE && B(right)->dirty == dirty) {
         n += B(right)->run_len;
         unlink_run(right);
     }
@@ -369,6 +372,48 @@ uint32_t lull_space_alloc_any(uint32_t n, bool *dirty)
     if (dirty)
         *dirty = warm;
     return idx;
+}
+
+uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, uint32_t *got, bool *dirty)
+{
+    if (want < n)
+        want = n;
+    if (space_g.limit_blocks) {
+        if ((size_t)space_g.in_use + n > space_g.limit_blocks)
+            return LULL_NO_BLOCK;
+        if ((size_t)space_g.in_use + want > space_g.limit_blocks)
+            want = (uint32_t)(space_g.limit_blocks - space_g.in_use);
+    }
+    /* Resident memory first, as much of `want` as one run has; then the
+     * lowest clean run or the frontier, for all of it if it can. */
+    uint32_t r = find_fit(1, want), len = 0, idx = LULL_NO_BLOCK;
+    if (r == LULL_NO_BLOCK)
+        r = find_fit(1, n);
+    bool warm = r != LULL_NO_BLOCK;
+    if (!warm && (r = find_lowest_clean(want)) == LULL_NO_BLOCK)
+        r = find_lowest_clean(n);
+    if (r != LULL_NO_BLOCK) {
+        len = B(r)->run_len < want ? B(r)->run_len : want;
+        idx = take_from(r, len);
+        age_publish();
+    } else {
+        len = want;
+        if ((idx = grow(len)) == LULL_NO_BLOCK && (idx = grow(len = n)) == LULL_NO_BLOCK)
+            return LULL_NO_BLOCK;
+    }
+    if (!warm)
+        atomic_fetch_add_explicit(&space_g.cold_blocks, len, memory_order_relaxed);
+    space_g.in_use += len;
+    *got = len;
+    *dirty = warm;
+    return idx;
+}
+
+void lull_space_give_back(uint32_t idx, uint32_t n, bool dirty)
+{
+    space_g.in_use -= n;
+    free_run(idx, n, dirty);
+    age_publish();
 }
 
 uint32_t lull_space_alloc(uint32_t n)
@@ -621,7 +666,7 @@ bool lull_object_start_plausible(uintptr_t a, uintptr_t hdr)
     if (tp < 4096 || tp % sizeof(void *) || lull_in_committed(tp))
         return false;
     const lull_block *b = lull_block_of(a);
-    switch (b->state) {
+    switch (lull_block_state_acquire(b)) {
     case LULL_BLOCK_SMALL:
         return (a & (LULL_BLOCK_SIZE - 1)) % lull_class_size[b->size_class] == 0;
     case LULL_BLOCK_LARGE_HEAD:

@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "lull.h"
-#include "base/registry.h"   /* LULL_MAX_CLASSES, lull_alloc_caches */
+#include "base/registry.h"   /* LULL_MAX_CLASSES, lull_alloc_caches, lull_los_reserve */
 
 #define LULL_BLOCK_SHIFT   14
 #define LULL_BLOCK_SIZE    ((size_t)1 << LULL_BLOCK_SHIFT)
@@ -71,6 +71,7 @@ enum lull_block_state {
     LULL_BLOCK_LARGE_TAIL,
     LULL_BLOCK_RELEASING,
     LULL_BLOCK_NURSERY,
+    LULL_BLOCK_RESERVED,   /* a thread's large-object reserve, not yet carved (los.c) */
 };
 
 typedef struct lull_block {
@@ -137,7 +138,8 @@ typedef struct lull_heap {
  * by lull_init and fixed until lull_shutdown; frontier grows with the gc
  * lock held (blocks.c). Block descriptors are written with the gc lock
  * held (a parallel minor's promotion refills also hold the nursery's
- * promotion lock); mark bits and cards are read and written with atomics
+ * promotion lock), but for those of a thread's large-object reserve,
+ * which its owner carves (los.c); mark bits and cards are read and written with atomics
  * wherever several tracers run (trace/mark.c, trace/minor.c). */
 extern lull_heap lull_heap_g;
 
@@ -184,8 +186,13 @@ static inline lull_block *lull_block_of(uintptr_t a)
  * the state with acquire and then those fields as they were published.
  * While a mark runs, a block that holds objects is not swept, freed or
  * evacuated until the final pause; other blocks go between the states
- * that hold none (FREE, EMPTY, RELEASING) or are formatted (SMALL, a
- * large object's run), so a state read once stays true for the rescan. */
+ * that hold none (FREE, EMPTY, RELEASING, RESERVED) or are formatted
+ * (SMALL, a large object's run), so a state read once stays true for the
+ * rescan. The one writer without the gc lock is a thread carving its
+ * large-object reserve (los.c): RESERVED blocks become a large object's
+ * run; whoever may read those states while the world runs (a walk of
+ * the whole heap, a free run's merge with its neighbours) reads them
+ * with acquire. */
 /* The head block of the large object whose run holds block bi, whose
  * state (read by the caller) is LARGE_HEAD or LARGE_TAIL. */
 static inline uint32_t lull_large_head(uint32_t bi, unsigned state)
@@ -333,7 +340,7 @@ static inline uintptr_t lull_find_object(uintptr_t a, bool interior)
     uint32_t idx = lull_block_index(a);
     lull_block *b = &lull_heap_g.blocks[idx];
     uintptr_t base = lull_block_addr(idx), obj;
-    switch (b->state) {
+    switch (lull_block_state_acquire(b)) {
     case LULL_BLOCK_SMALL: {
         uint32_t sz = lull_class_size[b->size_class];
         uintptr_t slot = (a - base) / sz;
@@ -389,6 +396,14 @@ uint32_t lull_space_alloc(uint32_t n);
  * run may hold old bytes (its pages are then resident: no page fault on
  * first touch); otherwise it reads as zero. */
 uint32_t lull_space_alloc_any(uint32_t n, bool *dirty);
+/* A run of at least n and at most `want` blocks (gc lock held), for a
+ * thread's large-object reserve (los.c): the best-fitting dirty run (as
+ * much of `want` as it holds), else clean memory, else NULL as
+ * lull_space_alloc_any. *got: its length; *dirty: as lull_space_alloc_any. */
+uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, uint32_t *got, bool *dirty);
+/* Return a run that holds no object, as a free run of the kind it is
+ * (clean if none of it was written since it was taken clean). */
+void     lull_space_give_back(uint32_t idx, uint32_t n, bool dirty);
 /* Return a run: it becomes a dirty free run (merged with dirty free
  * neighbours), its memory kept committed for reuse; only
  * lull_space_release_dirty gives it back to the OS. */
@@ -554,7 +569,28 @@ void    *lull_los_alloc(size_t bytes, bool *dirty);
  * (lull_los_wait_published), so that no child sees a run still to be
  * zeroed whose owner does not exist there. */
 void     lull_los_published(void);
+/* Fork's prepare handler (gc lock held): stops carving (below) and waits
+ * until every large object handed out has its header; lull_los_allow_carving
+ * after the fork, in both processes. */
 void     lull_los_wait_published(void);
+void     lull_los_allow_carving(void);
+
+/* A thread's reserve (registry.h: lull_los_reserve). lull_los_carves:
+ * is an object of `bytes` carved from a reserve (else lull_los_alloc)?
+ * lull_los_carve (the owner, inside a critical region, no lock): a young
+ * large object from the reserve, or NULL when the reserve is too short,
+ * the young list is full or a fork is under way; *dirty, the header
+ * protocol and lull_los_published as for lull_los_alloc.
+ * lull_los_refill (gc lock held, the owner calling): give back what is
+ * left and take a new reserve of at least the object's blocks (twice the
+ * last, up to a limit), covered by the young range; false when no run
+ * can be had. lull_los_reserve_return (gc lock held, the owner not inside
+ * a carve: itself, detached, or stopped in a pause): give back what is
+ * left; `forget` starts the next refill small again. */
+bool     lull_los_carves(size_t bytes);
+void    *lull_los_carve(lull_los_reserve *r, size_t bytes, bool *dirty);
+bool     lull_los_refill(lull_los_reserve *r, size_t bytes);
+void     lull_los_reserve_return(lull_los_reserve *r, bool forget);
 uint64_t lull_los_sweep(void);
 
 /* Young large objects. A large object allocated since the last minor is

@@ -6,7 +6,12 @@
  *
  * Callers: allocation (gc lock held), the major's sweep and the end of a
  * minor (world stopped); lull_young_large_at and the barrier read the
- * young range without the lock.
+ * young range without the lock. A thread's reserve (registry.h) is
+ * refilled under the gc lock and carved by its owner without it, inside
+ * a critical region: the carve writes only its reserve's descriptors, and
+ * pushes onto the young list and counts with atomics. The young range
+ * covers every reserve, so a carved object is inside it from birth; a
+ * minor takes the reserves back before it rebuilds the range.
  *
  * Invariants: the head block's descriptor holds the object's size and
  * each tail block points to the head (lull_large_head), so an interior
@@ -24,14 +29,29 @@
 #include "space/nursery.h"
 
 /* The young large objects (heap.h), linked through their head
- * descriptors' `next`: written under the gc lock (allocation, and the
- * minor with the world stopped). */
+ * descriptors' `next`: pushed with compare-and-swap by allocation (gc
+ * lock) and carving (no lock); emptied and rebuilt only by a minor, with
+ * the world stopped, so a reader that loads the head with acquire may
+ * walk the links. nyoung is claimed before a push (young_claim), so the
+ * list never holds more than LULL_LOS_MAX_YOUNG. */
 static struct {
     uint32_t young_head;
     uint32_t nyoung;
     uint64_t young_new_bytes;   /* of those allocated since the last minor */
     uint64_t survived;          /* bytes of the pointer-free ones the last minor reached */
 } los_g = { .young_head = LULL_NO_BLOCK };
+
+/* Set by fork's prepare handler while it waits for the large objects
+ * being published (lull_los_wait_published): a carve that sees it takes
+ * the locked path, whose gc lock the handler holds. */
+static atomic_bool carving_blocked;
+
+/* A thread's reserve: its first refill takes RESERVE_FIRST blocks, each
+ * refill before the next minor twice the last, at most RESERVE_MAX;
+ * objects of up to CARVE_MAX blocks are carved from it. */
+#define RESERVE_FIRST 4u
+#define RESERVE_MAX   64u
+#define CARVE_MAX     16u
 
 /* The address range the young large objects lie in ([lo, hi), empty when
  * there is none): a minor's slot test against it spares most slots a
@@ -58,13 +78,48 @@ static void publish_young(void)
     __atomic_store_n(&lull__barrier.large_end, lull_los_young_hi, __ATOMIC_RELAXED);
 }
 
-/* No young large object (the range is empty; not yet published). */
+/* No young large object (the range is empty; not yet published). World
+ * stopped, or lull_init. */
 static void young_clear(void)
 {
-    los_g.young_head = LULL_NO_BLOCK;
-    los_g.nyoung = 0;
-    los_g.young_new_bytes = 0;
+    __atomic_store_n(&los_g.young_head, LULL_NO_BLOCK, __ATOMIC_RELAXED);
+    __atomic_store_n(&los_g.nyoung, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&los_g.young_new_bytes, 0, __ATOMIC_RELAXED);
     lull_los_young_lo = lull_los_young_hi = 0;
+}
+
+/* Widen the young range to hold [lo, hi) (gc lock held, or the world
+ * stopped); publish_young makes it the barrier's. */
+static void range_add(uintptr_t lo, uintptr_t hi)
+{
+    if (lull_los_young_lo == lull_los_young_hi) {
+        lull_los_young_lo = lo;
+        lull_los_young_hi = hi;
+        return;
+    }
+    if (lo < lull_los_young_lo)
+        lull_los_young_lo = lo;
+    if (hi > lull_los_young_hi)
+        lull_los_young_hi = hi;
+}
+
+/* A place on the young list, or false when it is full. */
+static bool young_claim(void)
+{
+    if (__atomic_fetch_add(&los_g.nyoung, 1, __ATOMIC_RELAXED) < LULL_LOS_MAX_YOUNG)
+        return true;
+    __atomic_fetch_sub(&los_g.nyoung, 1, __ATOMIC_RELAXED);
+    return false;
+}
+
+/* Push the head block idx (its fields set; claimed) onto the young list. */
+static void young_push(uint32_t idx)
+{
+    lull_block *b = &lull_heap_g.blocks[idx];
+    uint32_t head = __atomic_load_n(&los_g.young_head, __ATOMIC_RELAXED);
+    do
+        b->next = head;
+    while (!__atomic_compare_exchange_n(&los_g.young_head, &head, idx, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
 void lull_los_init(void)
@@ -76,7 +131,7 @@ void lull_los_init(void)
 
 uint64_t lull_los_young_bytes(void)
 {
-    return los_g.young_new_bytes;
+    return __atomic_load_n(&los_g.young_new_bytes, __ATOMIC_RELAXED);
 }
 
 uint64_t lull_los_survived_bytes(void)
@@ -84,55 +139,124 @@ uint64_t lull_los_survived_bytes(void)
     return los_g.survived;
 }
 
-/* Put the large object at block idx (its size set) on the young list,
- * having seen `seen` minors (1 when new). */
+/* Put the large object at block idx (its size set; a place claimed) on
+ * the young list, having seen `seen` minors (1 when new); gc lock held or
+ * the world stopped. */
 static void young_add(uint32_t idx, uint32_t seen)
 {
     lull_block *b = &lull_heap_g.blocks[idx];
     uintptr_t obj = lull_block_addr(idx);
     __atomic_store_n(&b->young, seen << 1, __ATOMIC_RELAXED);
-    b->next = los_g.young_head;
-    los_g.young_head = idx;
-    if (!los_g.nyoung++ || obj < lull_los_young_lo)
-        lull_los_young_lo = obj;
-    if (obj + b->large_size > lull_los_young_hi)
-        lull_los_young_hi = obj + b->large_size;
+    young_push(idx);
+    range_add(obj, obj + b->large_size);
     publish_young();
 }
 
-void *lull_los_alloc(size_t bytes, bool *dirty_out)
+/* Format blocks [idx, idx + n) as the run of a large object of `bytes`:
+ * each state after the fields it gives meaning to (heap.h), the tails
+ * first; young (one minor seen) or old. */
+static void format_run(uint32_t idx, uint32_t n, size_t bytes, bool young)
 {
-    size_t nb = (bytes + LULL_BLOCK_SIZE - 1) >> LULL_BLOCK_SHIFT;
-    if (nb > UINT32_MAX / 2)
-        return NULL;
-    uint32_t n = (uint32_t)nb;
-    uint32_t idx = lull_space_alloc_any(n, dirty_out);
-    if (idx == LULL_NO_BLOCK)
-        return NULL;
-    /* A reused run holds old bytes: the caller zeroes it, outside the gc
-     * lock (heap.h); a clean one reads as zero already. */
     lull_block *head = &lull_heap_g.blocks[idx];
     head->run_len = n;
     head->large_size = bytes;
-    /* Each state after the fields it gives meaning to (heap.h). */
     for (uint32_t k = 1; k < n; k++) {
         lull_block *t = &lull_heap_g.blocks[idx + k];
         t->run_head = idx;
         lull_block_set_state(t, LULL_BLOCK_LARGE_TAIL);
     }
     head->mark_holds = 0;
+    __atomic_store_n(&head->young, young ? 1u << 1 : 0, __ATOMIC_RELAXED);
     lull_block_set_state(head, LULL_BLOCK_LARGE_HEAD);
-    /* Born young, it enters the major heap's allocation only if a minor
-     * makes it old (lull_los_end_minor); born old, now. */
-    if (los_g.nyoung < LULL_LOS_MAX_YOUNG) {
+}
+
+static uint32_t blocks_for(size_t bytes)
+{
+    size_t nb = (bytes + LULL_BLOCK_SIZE - 1) >> LULL_BLOCK_SHIFT;
+    return nb > UINT32_MAX / 2 ? 0 : (uint32_t)nb;
+}
+
+void *lull_los_alloc(size_t bytes, bool *dirty_out)
+{
+    uint32_t n = blocks_for(bytes);
+    if (!n)
+        return NULL;
+    uint32_t idx = lull_space_alloc_any(n, dirty_out);
+    if (idx == LULL_NO_BLOCK)
+        return NULL;
+    /* A reused run holds old bytes: the caller zeroes it, outside the gc
+     * lock (heap.h); a clean one reads as zero already. Born young, it
+     * enters the major heap's allocation only if a minor makes it old
+     * (lull_los_end_minor); born old, now. */
+    bool young = young_claim();
+    format_run(idx, n, bytes, young);
+    if (young) {
         young_add(idx, 1);
-        los_g.young_new_bytes += bytes;
+        __atomic_fetch_add(&los_g.young_new_bytes, bytes, __ATOMIC_RELAXED);
     } else {
-        __atomic_store_n(&head->young, 0, __ATOMIC_RELAXED);
         lull_meter_allocated(bytes);
     }
     atomic_fetch_add_explicit(&unpublished, 1, memory_order_relaxed);
     return (void *)lull_block_addr(idx);
+}
+
+bool lull_los_carves(size_t bytes)
+{
+    uint32_t n = blocks_for(bytes);
+    return n && n <= CARVE_MAX;
+}
+
+void *lull_los_carve(lull_los_reserve *r, size_t bytes, bool *dirty_out)
+{
+    uint32_t n = blocks_for(bytes);
+    if (r->end - r->next < n || !young_claim())
+        return NULL;
+    /* Counted before the flag is read, as fork's handler sets the flag
+     * before it reads the count: one of the two sees the other. */
+    atomic_fetch_add_explicit(&unpublished, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&carving_blocked, memory_order_seq_cst)) {
+        atomic_fetch_sub_explicit(&unpublished, 1, memory_order_release);
+        __atomic_fetch_sub(&los_g.nyoung, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    uint32_t idx = r->next;
+    r->next += n;
+    format_run(idx, n, bytes, true);
+    young_push(idx);
+    __atomic_fetch_add(&los_g.young_new_bytes, bytes, __ATOMIC_RELAXED);
+    *dirty_out = r->dirty;
+    return (void *)lull_block_addr(idx);
+}
+
+bool lull_los_refill(lull_los_reserve *r, size_t bytes)
+{
+    uint32_t n = blocks_for(bytes);
+    lull_los_reserve_return(r, false);
+    uint32_t want = r->last ? 2 * r->last : RESERVE_FIRST, got = 0;
+    if (want > RESERVE_MAX)
+        want = RESERVE_MAX;
+    bool dirty = false;
+    uint32_t idx = lull_space_alloc_upto(n, want, &got, &dirty);
+    if (idx == LULL_NO_BLOCK)
+        return false;
+    for (uint32_t k = 0; k < got; k++)
+        lull_block_set_state(&lull_heap_g.blocks[idx + k], LULL_BLOCK_RESERVED);
+    r->next = idx;
+    r->end = idx + got;
+    r->dirty = dirty;
+    r->last = want;   /* what it asked for: a short dirty run does not stop the doubling */
+    range_add(lull_block_addr(idx), lull_block_addr(idx + got));
+    publish_young();
+    return true;
+}
+
+void lull_los_reserve_return(lull_los_reserve *r, bool forget)
+{
+    if (r->next < r->end)
+        lull_space_give_back(r->next, r->end - r->next, r->dirty);
+    r->next = r->end = 0;
+    if (forget)
+        r->last = 0;
 }
 
 void lull_los_published(void)
@@ -142,8 +266,14 @@ void lull_los_published(void)
 
 void lull_los_wait_published(void)
 {
-    while (atomic_load_explicit(&unpublished, memory_order_acquire))
+    atomic_store_explicit(&carving_blocked, true, memory_order_seq_cst);
+    while (atomic_load_explicit(&unpublished, memory_order_seq_cst))
         sched_yield();
+}
+
+void lull_los_allow_carving(void)
+{
+    atomic_store_explicit(&carving_blocked, false, memory_order_relaxed);
 }
 
 uint64_t lull_los_sweep(void)
@@ -175,7 +305,8 @@ uint64_t lull_los_sweep(void)
 size_t lull_los_young_list(uintptr_t *out, size_t cap)
 {
     size_t n = 0;
-    for (uint32_t i = los_g.young_head; i != LULL_NO_BLOCK && n < cap; i = lull_heap_g.blocks[i].next)
+    for (uint32_t i = __atomic_load_n(&los_g.young_head, __ATOMIC_ACQUIRE); i != LULL_NO_BLOCK && n < cap;
+         i = lull_heap_g.blocks[i].next)
         out[n++] = lull_block_addr(i);
     return n;
 }
@@ -191,7 +322,7 @@ bool lull_los_stays_young(uintptr_t obj, bool may_age)
 uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj))
 {
     uint64_t freed = 0;
-    uint32_t i = los_g.young_head;
+    uint32_t i = __atomic_load_n(&los_g.young_head, __ATOMIC_RELAXED);
     bool marking = lull_marking();
     young_clear();
     los_g.survived = 0;
@@ -203,7 +334,7 @@ uint64_t lull_los_end_minor(bool may_age, void (*drop_slots)(uintptr_t obj))
         bool held = lull_is_marked(obj) || (marking && b->mark_holds);   /* heap.h */
         if (reached && !lull_type_has_refs(lull_header_type(*(const uintptr_t *)obj)))
             los_g.survived += b->large_size;
-        if (reached && lull_los_stays_young(obj, may_age)) {
+        if (reached && lull_los_stays_young(obj, may_age) && young_claim()) {
             young_add(i, (y >> 1) + 1);
         } else {
             __atomic_store_n(&b->young, 0, __ATOMIC_RELAXED);

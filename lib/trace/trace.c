@@ -73,10 +73,11 @@ void lull_trace_old_objects_in(uint32_t lo, uint32_t hi, bool refs_only, bool ma
 {
     for (uint32_t i = lo; i < hi; i++) {
         const lull_block *b = &lull_heap_g.blocks[i];
-        if (b->state == LULL_BLOCK_SMALL) {
+        unsigned state = lull_block_state_acquire(b);   /* a reserve may be carved meanwhile (heap.h) */
+        if (state == LULL_BLOCK_SMALL) {
             if (b->has_refs || !refs_only)
                 lull_trace_block_objects(i, marked_only, fn, ctx);
-        } else if (b->state == LULL_BLOCK_LARGE_HEAD) {
+        } else if (state == LULL_BLOCK_LARGE_HEAD) {
             uintptr_t obj = lull_block_addr(i);
             if ((!marked_only || lull_is_marked(obj)) &&
                 (!refs_only || lull_type_has_refs(lull_header_type(*(uintptr_t *)obj))))
