@@ -43,15 +43,17 @@ typedef struct lull_alloc_caches {
     lull_alloc_cache c[2][LULL_MAX_CLASSES];   /* [has_refs][class] */
 } lull_alloc_caches;
 
-/* A thread's large-object reserve (space/los.c): blocks [next, end) of
- * the block space, taken under the gc lock and carved into large objects
- * by their thread alone, inside a critical region, without a lock. A
- * minor takes every thread's reserve back with the world stopped, as
- * detach does with the gc lock. */
+/* A thread's large-object reserve (space/los.c): up to LULL_LOS_RUNS runs
+ * of the block space, run i the blocks [next[i], end[i]), taken under the
+ * gc lock and carved into large objects by their thread alone, inside a
+ * critical region, without a lock. A minor takes every thread's reserve
+ * back with the world stopped, as detach does with the gc lock. */
+#define LULL_LOS_RUNS 8
 typedef struct lull_los_reserve {
-    uint32_t next, end;
-    uint32_t last;       /* blocks the last refill took (it doubles while the thread carves) */
-    bool     dirty;      /* reused blocks: a carved object is zeroed */
+    uint32_t next[LULL_LOS_RUNS], end[LULL_LOS_RUNS];
+    uint32_t nruns;
+    uint32_t dirty;      /* bit i: run i was reused, a carved object is zeroed */
+    uint32_t last;       /* blocks the last refill asked for (it doubles while the thread carves) */
 } lull_los_reserve;
 
 typedef struct lull_thread {

@@ -374,7 +374,7 @@ uint32_t lull_space_alloc_any(uint32_t n, bool *dirty)
     return idx;
 }
 
-uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, uint32_t *got, bool *dirty)
+uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, bool dirty_only, uint32_t *got, bool *dirty)
 {
     if (want < n)
         want = n;
@@ -390,6 +390,8 @@ uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, uint32_t *got, bool *d
     if (r == LULL_NO_BLOCK)
         r = find_fit(1, n);
     bool warm = r != LULL_NO_BLOCK;
+    if (!warm && dirty_only)
+        return LULL_NO_BLOCK;
     if (!warm && (r = find_lowest_clean(want)) == LULL_NO_BLOCK)
         r = find_lowest_clean(n);
     if (r != LULL_NO_BLOCK) {

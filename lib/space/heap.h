@@ -398,9 +398,10 @@ uint32_t lull_space_alloc(uint32_t n);
 uint32_t lull_space_alloc_any(uint32_t n, bool *dirty);
 /* A run of at least n and at most `want` blocks (gc lock held), for a
  * thread's large-object reserve (los.c): the best-fitting dirty run (as
- * much of `want` as it holds), else clean memory, else NULL as
- * lull_space_alloc_any. *got: its length; *dirty: as lull_space_alloc_any. */
-uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, uint32_t *got, bool *dirty);
+ * much of `want` as it holds), else (unless dirty_only) clean memory,
+ * else LULL_NO_BLOCK as lull_space_alloc_any. *got: its length; *dirty:
+ * as lull_space_alloc_any. */
+uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, bool dirty_only, uint32_t *got, bool *dirty);
 /* Return a run that holds no object, as a free run of the kind it is
  * (clean if none of it was written since it was taken clean). */
 void     lull_space_give_back(uint32_t idx, uint32_t n, bool dirty);

@@ -47,8 +47,9 @@ static struct {
 static atomic_bool carving_blocked;
 
 /* A thread's reserve: its first refill takes RESERVE_FIRST blocks, each
- * refill before the next minor twice the last, at most RESERVE_MAX;
- * objects of up to CARVE_MAX blocks are carved from it. */
+ * refill before the next minor asks for twice the last, at most
+ * RESERVE_MAX, in up to LULL_LOS_RUNS runs; objects of up to CARVE_MAX
+ * blocks are carved from it. */
 #define RESERVE_FIRST 4u
 #define RESERVE_MAX   64u
 #define CARVE_MAX     16u
@@ -208,8 +209,10 @@ bool lull_los_carves(size_t bytes)
 
 void *lull_los_carve(lull_los_reserve *r, size_t bytes, bool *dirty_out)
 {
-    uint32_t n = blocks_for(bytes);
-    if (r->end - r->next < n || !young_claim())
+    uint32_t n = blocks_for(bytes), i = 0;
+    while (i < r->nruns && r->end[i] - r->next[i] < n)
+        i++;
+    if (i == r->nruns || !young_claim())
         return NULL;
     /* Counted before the flag is read, as fork's handler sets the flag
      * before it reads the count: one of the two sees the other. */
@@ -219,42 +222,60 @@ void *lull_los_carve(lull_los_reserve *r, size_t bytes, bool *dirty_out)
         __atomic_fetch_sub(&los_g.nyoung, 1, __ATOMIC_RELAXED);
         return NULL;
     }
-    uint32_t idx = r->next;
-    r->next += n;
+    uint32_t idx = r->next[i];
+    r->next[i] += n;
     format_run(idx, n, bytes, true);
     young_push(idx);
     __atomic_fetch_add(&los_g.young_new_bytes, bytes, __ATOMIC_RELAXED);
-    *dirty_out = r->dirty;
+    *dirty_out = (r->dirty >> i) & 1;
     return (void *)lull_block_addr(idx);
+}
+
+/* Take a run of at least n and at most `want` blocks into the reserve as
+ * its next run; false if none (dirty_only: no resident one). */
+static bool reserve_take(lull_los_reserve *r, uint32_t n, uint32_t want, bool dirty_only, uint32_t *got)
+{
+    bool dirty = false;
+    uint32_t idx = lull_space_alloc_upto(n, want, dirty_only, got, &dirty);
+    if (idx == LULL_NO_BLOCK)
+        return false;
+    for (uint32_t k = 0; k < *got; k++)
+        lull_block_set_state(&lull_heap_g.blocks[idx + k], LULL_BLOCK_RESERVED);
+    r->next[r->nruns] = idx;
+    r->end[r->nruns] = idx + *got;
+    r->dirty |= (uint32_t)dirty << r->nruns;
+    r->nruns++;
+    range_add(lull_block_addr(idx), lull_block_addr(idx + *got));
+    return true;
 }
 
 bool lull_los_refill(lull_los_reserve *r, size_t bytes)
 {
     uint32_t n = blocks_for(bytes);
     lull_los_reserve_return(r, false);
-    uint32_t want = r->last ? 2 * r->last : RESERVE_FIRST, got = 0;
+    uint32_t want = r->last ? 2 * r->last : RESERVE_FIRST, got = 0, total;
     if (want > RESERVE_MAX)
         want = RESERVE_MAX;
-    bool dirty = false;
-    uint32_t idx = lull_space_alloc_upto(n, want, &got, &dirty);
-    if (idx == LULL_NO_BLOCK)
+    r->last = want;   /* what it asked for: short runs do not stop the doubling */
+    if (!reserve_take(r, n, want, false, &got))
         return false;
-    for (uint32_t k = 0; k < got; k++)
-        lull_block_set_state(&lull_heap_g.blocks[idx + k], LULL_BLOCK_RESERVED);
-    r->next = idx;
-    r->end = idx + got;
-    r->dirty = dirty;
-    r->last = want;   /* what it asked for: a short dirty run does not stop the doubling */
-    range_add(lull_block_addr(idx), lull_block_addr(idx + got));
+    /* Resident memory comes in the runs the program freed, often shorter
+     * than `want`: more of them, up to LULL_LOS_RUNS, each holding an
+     * object of n blocks, so that one refill serves as many carves. */
+    for (total = got; (r->dirty & 1) && total < want && r->nruns < LULL_LOS_RUNS; total += got)
+        if (!reserve_take(r, n, want - total, true, &got))
+            break;
     publish_young();
     return true;
 }
 
 void lull_los_reserve_return(lull_los_reserve *r, bool forget)
 {
-    if (r->next < r->end)
-        lull_space_give_back(r->next, r->end - r->next, r->dirty);
-    r->next = r->end = 0;
+    for (uint32_t i = 0; i < r->nruns; i++)
+        if (r->next[i] < r->end[i])
+            lull_space_give_back(r->next[i], r->end[i] - r->next[i], (r->dirty >> i) & 1);
+    r->nruns = 0;
+    r->dirty = 0;
     if (forget)
         r->last = 0;
 }

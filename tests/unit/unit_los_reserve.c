@@ -9,6 +9,8 @@
  *    what is left (FREE again);
  *  - a minor gives back every thread's reserve, here one held by another
  *    attached thread that is waiting, and the next refill starts small;
+ *  - where the resident free runs are shorter than a refill asks for
+ *    (objects freed between survivors), one refill gathers several;
  *  - while fork's prepare handler waits (lull_los_wait_published), a carve
  *    returns NULL and hands nothing out; after lull_los_allow_carving it
  *    carves again.
@@ -72,16 +74,33 @@ static void *holder(void *arg)
     return NULL;
 }
 
+static uint32_t reserved(const lull_los_reserve *r)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < r->nruns; i++)
+        n += r->end[i] - r->next[i];
+    return n;
+}
+
+static bool in_reserve(const lull_los_reserve *r, uint32_t idx)
+{
+    for (uint32_t i = 0; i < r->nruns; i++)
+        if (idx >= r->next[i] && idx < r->end[i])
+            return true;
+    return false;
+}
+
 int main(void)
 {
     UCHECK(lull_init(NULL) == 0, "lull_init");
     lull_thread *self = lull_thread_self;
     lull_collect(LULL_GEN_NURSERY);   /* starts with no reserve */
-    UCHECK(self->los.next == self->los.end && self->los.last == 0, "no reserve after a minor");
+    UCHECK(self->los.nruns == 0 && self->los.last == 0, "no reserve after a minor");
 
     size_t used0 = lull_space_in_use_bytes();
     refill(self);
-    uint32_t first = self->los.next, len = self->los.end - self->los.next;
+    UCHECK(self->los.nruns == 1, "one run from fresh memory (%u)", self->los.nruns);
+    uint32_t first = self->los.next[0], len = reserved(&self->los);
     UCHECK(len == 4, "the first refill takes 4 blocks (%u)", len);
     UCHECK(lull_space_in_use_bytes() == used0 + 4 * LULL_BLOCK_SIZE, "the reserve is in use");
     for (uint32_t k = 0; k < len; k++)
@@ -91,26 +110,26 @@ int main(void)
 
     uintptr_t p = (uintptr_t)carve(self);
     UCHECK(p == lull_block_addr(first), "the carve takes the reserve's start");
-    UCHECK(self->los.next == first + 1, "a 12 KiB object takes one block");
+    UCHECK(self->los.next[0] == first + 1, "a 12 KiB object takes one block");
     UCHECK(state_of(first) == LULL_BLOCK_LARGE_HEAD && lull_young_large_at(p) == p, "carved young");
     uintptr_t young[LULL_LOS_MAX_YOUNG];
     size_t n = lull_los_young_list(young, LULL_LOS_MAX_YOUNG);
     UCHECK(n >= 1 && young[0] == p, "on the young list");
 
     refill(self);
-    UCHECK(self->los.last == 8 && self->los.end - self->los.next >= 1 && self->los.end - self->los.next <= 8,
+    UCHECK(self->los.last == 8 && reserved(&self->los) >= 1 && reserved(&self->los) <= 8,
            "the next refill asks for twice the last (%u), and takes at most that (%u)", self->los.last,
-           self->los.end - self->los.next);
+           reserved(&self->los));
     for (uint32_t k = 1; k < len; k++)
-        UCHECK(state_of(first + k) == LULL_BLOCK_FREE ||
-               (first + k >= self->los.next && first + k < self->los.end),
+        UCHECK(state_of(first + k) == LULL_BLOCK_FREE || in_reserve(&self->los, first + k),
                "the rest of the last reserve was given back (block %u: state %u)", k, state_of(first + k));
 
     /* The fork handler's wait: no carve while it is under way. */
     lull_gc_lock();
     lull_los_wait_published();
-    uint32_t before = self->los.next;
-    UCHECK(carve(self) == NULL && self->los.next == before, "a carve while fork's handler waits hands nothing out");
+    uint32_t before = reserved(&self->los);
+    UCHECK(carve(self) == NULL && reserved(&self->los) == before,
+           "a carve while fork's handler waits hands nothing out");
     lull_los_allow_carving();
     lull_gc_unlock();
     UCHECK(carve(self) != NULL, "a carve after the fork");
@@ -121,18 +140,50 @@ int main(void)
     lull_thread *o;
     while (!(o = atomic_load(&other)))
         ;
-    uint32_t onext = o->los.next, oend = o->los.end;
-    UCHECK(onext < oend, "the other thread holds a reserve");
-    uint32_t mine = self->los.next, mine_end = self->los.end;
+    lull_los_reserve theirs = o->los, mine = self->los;
+    UCHECK(reserved(&theirs) > 0, "the other thread holds a reserve");
     lull_collect(LULL_GEN_NURSERY);
-    UCHECK(o->los.next == o->los.end && self->los.next == self->los.end, "a minor took the reserves back");
+    UCHECK(o->los.nruns == 0 && self->los.nruns == 0, "a minor took the reserves back");
     UCHECK(o->los.last == 0 && self->los.last == 0, "the next refills start small");
-    for (uint32_t i = onext; i < oend; i++)
-        UCHECK(state_of(i) != LULL_BLOCK_RESERVED, "block %u of the other thread's reserve given back", i);
-    for (uint32_t i = mine; i < mine_end; i++)
-        UCHECK(state_of(i) != LULL_BLOCK_RESERVED, "block %u of this thread's reserve given back", i);
+    for (uint32_t r = 0; r < theirs.nruns; r++)
+        for (uint32_t i = theirs.next[r]; i < theirs.end[r]; i++)
+            UCHECK(state_of(i) != LULL_BLOCK_RESERVED, "block %u of the other thread's reserve given back", i);
+    for (uint32_t r = 0; r < mine.nruns; r++)
+        for (uint32_t i = mine.next[r]; i < mine.end[r]; i++)
+            UCHECK(state_of(i) != LULL_BLOCK_RESERVED, "block %u of this thread's reserve given back", i);
     atomic_store(&other_go, 1);
     pthread_join(th, NULL);
+
+    /* Resident free runs shorter than a refill asks for: one refill
+     * gathers several. With the gc lock held throughout (the memory
+     * thread that touches runs ahead takes it too), every resident run is
+     * taken out of the way, then four of one block are planted, each
+     * between blocks in use. */
+    static uint32_t drained[4096][2];
+    uint32_t ndrained = 0, got;
+    bool dirty;
+    lull_gc_lock();
+    lull_los_reserve_return(&self->los, true);
+    for (uint32_t idx; ndrained < 4096 && (idx = lull_space_alloc_upto(1, UINT32_MAX / 4, true, &got, &dirty)) !=
+                       LULL_NO_BLOCK;
+         ndrained++)
+        drained[ndrained][0] = idx, drained[ndrained][1] = got;
+    uint32_t base = lull_space_alloc_any(9, &dirty);
+    UCHECK(base != LULL_NO_BLOCK && !dirty, "a clean run of 9 blocks");
+    for (uint32_t k = 1; k < 9; k += 2)
+        lull_space_give_back(base + k, 1, true);
+    UCHECK(lull_los_refill(&self->los, blob.size), "refill");
+    UCHECK(self->los.nruns == 4 && self->los.dirty == 0xf, "a refill gathered %u resident runs (dirty %#x)",
+           self->los.nruns, self->los.dirty);
+    for (uint32_t r = 0; r < self->los.nruns; r++)
+        UCHECK(self->los.end[r] == self->los.next[r] + 1 && (self->los.next[r] - base) % 2 == 1 &&
+               self->los.next[r] - base < 9, "run %u is one of the planted ones", r);
+    lull_los_reserve_return(&self->los, true);
+    for (uint32_t k = 0; k < 9; k += 2)
+        lull_space_give_back(base + k, 1, false);
+    for (uint32_t i = 0; i < ndrained; i++)
+        lull_space_give_back(drained[i][0], drained[i][1], true);
+    lull_gc_unlock();
     lull_shutdown();
     printf("ok\n");
     return 0;
