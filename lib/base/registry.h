@@ -46,8 +46,9 @@ typedef struct lull_alloc_caches {
 /* A thread's large-object reserve (space/los.c): up to LULL_LOS_RUNS runs
  * of the block space, run i the blocks [next[i], end[i]), taken under the
  * gc lock and carved into large objects by their thread alone, inside a
- * critical region, without a lock. A minor takes every thread's reserve
- * back with the world stopped, as detach does with the gc lock. */
+ * critical region, without a lock. A major's first pause takes every
+ * thread's reserve back with the world stopped (a minor keeps them and
+ * resets `last`), as detach does with the gc lock. */
 #define LULL_LOS_RUNS 8
 typedef struct lull_los_reserve {
     uint32_t next[LULL_LOS_RUNS], end[LULL_LOS_RUNS];

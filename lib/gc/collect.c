@@ -311,12 +311,15 @@ static void finish_sweep_in_pause(lull_pause_record *r)
 }
 
 /* Before a major's mark: retire the threads' allocation caches. The slots
- * they still hold are free (word 0 is 0) and the sweep re-lists them. */
+ * they still hold are free (word 0 is 0) and the sweep re-lists them. The
+ * large-object reserves go back to the block space (los.c). */
 static void retire_caches(void)
 {
     uint64_t unused = 0;
-    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+    for (lull_thread *t = lull_threads_first(); t; t = t->next) {
         unused += lull_major_drop_caches(&t->caches);
+        lull_los_reserve_return(&t->los, true);
+    }
     lull_meter_unused(unused);
 }
 

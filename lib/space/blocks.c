@@ -403,12 +403,15 @@ uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, bool dirty_only, uint3
         if ((idx = grow(len)) == LULL_NO_BLOCK && (idx = grow(len = n)) == LULL_NO_BLOCK)
             return LULL_NO_BLOCK;
     }
-    if (!warm)
-        atomic_fetch_add_explicit(&space_g.cold_blocks, len, memory_order_relaxed);
     space_g.in_use += len;
     *got = len;
     *dirty = warm;
     return idx;
+}
+
+void lull_space_count_cold(uint32_t n)
+{
+    atomic_fetch_add_explicit(&space_g.cold_blocks, n, memory_order_relaxed);
 }
 
 void lull_space_give_back(uint32_t idx, uint32_t n, bool dirty)

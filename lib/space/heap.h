@@ -400,8 +400,13 @@ uint32_t lull_space_alloc_any(uint32_t n, bool *dirty);
  * thread's large-object reserve (los.c): the best-fitting dirty run (as
  * much of `want` as it holds), else (unless dirty_only) clean memory,
  * else LULL_NO_BLOCK as lull_space_alloc_any. *got: its length; *dirty:
- * as lull_space_alloc_any. */
+ * as lull_space_alloc_any. Clean blocks are not counted as handed out
+ * cold (lull_space_cold_blocks) until their taker touches them and says
+ * so (lull_space_count_cold, any thread): a reserve's unused part was
+ * never touched, and would raise the memory thread's warm target for
+ * nothing. */
 uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, bool dirty_only, uint32_t *got, bool *dirty);
+void     lull_space_count_cold(uint32_t n);
 /* Return a run that holds no object, as a free run of the kind it is
  * (clean if none of it was written since it was taken clean). */
 void     lull_space_give_back(uint32_t idx, uint32_t n, bool dirty);
@@ -587,11 +592,15 @@ void     lull_los_allow_carving(void);
  * last, up to a limit), covered by the young range; false when no run
  * can be had. lull_los_reserve_return (gc lock held, the owner not inside
  * a carve: itself, detached, or stopped in a pause): give back what is
- * left; `forget` starts the next refill small again. */
+ * left; `forget` starts the next refill small again.
+ * lull_los_reserve_keep (a minor, world stopped, after lull_los_end_minor
+ * rebuilt the young range): the reserve stays its owner's, inside the
+ * range again, and the next refill starts small. */
 bool     lull_los_carves(size_t bytes);
 void    *lull_los_carve(lull_los_reserve *r, size_t bytes, bool *dirty);
 bool     lull_los_refill(lull_los_reserve *r, size_t bytes);
 void     lull_los_reserve_return(lull_los_reserve *r, bool forget);
+void     lull_los_reserve_keep(lull_los_reserve *r);
 uint64_t lull_los_sweep(void);
 
 /* Young large objects. A large object allocated since the last minor is

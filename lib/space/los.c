@@ -10,8 +10,10 @@
  * refilled under the gc lock and carved by its owner without it, inside
  * a critical region: the carve writes only its reserve's descriptors, and
  * pushes onto the young list and counts with atomics. The young range
- * covers every reserve, so a carved object is inside it from birth; a
- * minor takes the reserves back before it rebuilds the range.
+ * covers every reserve, so a carved object is inside it from birth: a
+ * minor adds the reserves back after it rebuilds the range. A major's
+ * first pause takes them back, so that none outlives a cycle (a run
+ * given back is free from then on, for the decay as for allocation).
  *
  * Invariants: the head block's descriptor holds the object's size and
  * each tail block points to the head (lull_large_head), so an interior
@@ -51,7 +53,7 @@ static atomic_bool carving_blocked;
  * RESERVE_MAX, in up to LULL_LOS_RUNS runs; objects of up to CARVE_MAX
  * blocks are carved from it. */
 #define RESERVE_FIRST 4u
-#define RESERVE_MAX   64u
+#define RESERVE_MAX   32u
 #define CARVE_MAX     16u
 
 /* The address range the young large objects lie in ([lo, hi), empty when
@@ -228,6 +230,8 @@ void *lull_los_carve(lull_los_reserve *r, size_t bytes, bool *dirty_out)
     young_push(idx);
     __atomic_fetch_add(&los_g.young_new_bytes, bytes, __ATOMIC_RELAXED);
     *dirty_out = (r->dirty >> i) & 1;
+    if (!*dirty_out)
+        lull_space_count_cold(n);   /* touched from now on (heap.h) */
     return (void *)lull_block_addr(idx);
 }
 
@@ -278,6 +282,24 @@ void lull_los_reserve_return(lull_los_reserve *r, bool forget)
     r->dirty = 0;
     if (forget)
         r->last = 0;
+}
+
+void lull_los_reserve_keep(lull_los_reserve *r)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < r->nruns; i++) {
+        if (r->next[i] == r->end[i])
+            continue;
+        r->next[k] = r->next[i];
+        r->end[k] = r->end[i];
+        r->dirty = (r->dirty & ~(1u << k)) | (((r->dirty >> i) & 1) << k);
+        range_add(lull_block_addr(r->next[k]), lull_block_addr(r->end[k]));
+        k++;
+    }
+    r->nruns = k;
+    r->dirty &= (1u << k) - 1;
+    r->last = 0;
+    publish_young();
 }
 
 void lull_los_published(void)

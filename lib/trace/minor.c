@@ -720,11 +720,11 @@ uint64_t lull_nursery_collect(bool may_age)
     uint64_t t_traced = lull_now_ns();
     LULL_TL(LULL_TL_MINOR_WEAK, t_weak, t_traced - t_weak, 0, 0, 0, NULL);
     s.trace_ns = t_traced - t_trace;
-    /* The threads' large-object reserves hold no object: they go back
-     * before the young range is rebuilt without them (los.c). */
-    for (lull_thread *t = lull_threads_first(); t; t = t->next)
-        lull_los_reserve_return(&t->los, true);
     s.large_freed = lull_los_end_minor(may_age, drop_slots);
+    /* The threads' large-object reserves hold no object: the young range
+     * the minor rebuilt covers them again (los.c). */
+    for (lull_thread *t = lull_threads_first(); t; t = t->next)
+        lull_los_reserve_keep(&t->los);
     if (s.large_freed)
         LULL_PROBE1(young_large_freed, s.large_freed);
 

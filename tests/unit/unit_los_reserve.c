@@ -7,8 +7,11 @@
  *    them; a carve formats a young large object at the reserve's start
  *    (young, on the young list) and moves past it; a refill gives back
  *    what is left (FREE again);
- *  - a minor gives back every thread's reserve, here one held by another
- *    attached thread that is waiting, and the next refill starts small;
+ *  - a minor keeps every thread's reserve inside the young range it
+ *    rebuilds, and the next refill starts small; a major gives them all
+ *    back, here one held by another attached thread that is waiting;
+ *  - a reserve of clean memory counts as handed out cold only as carves
+ *    touch it;
  *  - where the resident free runs are shorter than a refill asks for
  *    (objects freed between survivors), one refill gathers several;
  *  - while fork's prepare handler waits (lull_los_wait_published), a carve
@@ -18,6 +21,7 @@
 #include <lull.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -143,8 +147,16 @@ int main(void)
     lull_los_reserve theirs = o->los, mine = self->los;
     UCHECK(reserved(&theirs) > 0, "the other thread holds a reserve");
     lull_collect(LULL_GEN_NURSERY);
-    UCHECK(o->los.nruns == 0 && self->los.nruns == 0, "a minor took the reserves back");
+    UCHECK(reserved(&o->los) == reserved(&theirs) && reserved(&self->los) == reserved(&mine),
+           "a minor keeps the reserves");
     UCHECK(o->los.last == 0 && self->los.last == 0, "the next refills start small");
+    for (uint32_t r = 0; r < o->los.nruns; r++)
+        UCHECK(lull_los_young_lo <= lull_block_addr(o->los.next[r]) &&
+               lull_los_young_hi >= lull_block_addr(o->los.end[r]), "the young range covers them after a minor");
+    UCHECK(carve(self) != NULL, "a carve after the minor");
+    mine = self->los;
+    lull_collect(LULL_GEN_MAJOR);
+    UCHECK(o->los.nruns == 0 && self->los.nruns == 0, "a major took the reserves back");
     for (uint32_t r = 0; r < theirs.nruns; r++)
         for (uint32_t i = theirs.next[r]; i < theirs.end[r]; i++)
             UCHECK(state_of(i) != LULL_BLOCK_RESERVED, "block %u of the other thread's reserve given back", i);
@@ -168,6 +180,16 @@ int main(void)
                        LULL_NO_BLOCK;
          ndrained++)
         drained[ndrained][0] = idx, drained[ndrained][1] = got;
+    /* With no resident run left, a refill takes clean memory: not counted
+     * as handed out cold (what the memory thread warms ahead for) until
+     * a carve touches it, and then only what the carve took. */
+    uint64_t cold0 = lull_space_cold_blocks();
+    UCHECK(lull_los_refill(&self->los, blob.size) && self->los.dirty == 0, "a clean reserve");
+    UCHECK(lull_space_cold_blocks() == cold0, "a reserve is not counted cold (%" PRIu64 " blocks)",
+           lull_space_cold_blocks() - cold0);
+    UCHECK(carve(self) != NULL && lull_space_cold_blocks() == cold0 + 1, "a carve counts its block cold (%" PRIu64 ")",
+           lull_space_cold_blocks() - cold0);
+    lull_los_reserve_return(&self->los, true);
     uint32_t base = lull_space_alloc_any(9, &dirty);
     UCHECK(base != LULL_NO_BLOCK && !dirty, "a clean run of 9 blocks");
     for (uint32_t k = 1; k < 9; k += 2)
