@@ -329,17 +329,24 @@ static const lull_type bytes_type UNUSED = {
  * of 64 (one type per step). */
 #define MAJOR_BLOB_STEP 64u
 #define MAJOR_BLOB_MAX  8192u
+static lull_type major_blob_types[MAJOR_BLOB_MAX / MAJOR_BLOB_STEP];
+static pthread_once_t major_blob_once = PTHREAD_ONCE_INIT;
+
+static void major_blob_init(void)
+{
+    for (size_t i = 0; i < MAJOR_BLOB_MAX / MAJOR_BLOB_STEP; i++)
+        major_blob_types[i] = (lull_type){ .name = "test-major-blob", .size = (i + 1) * MAJOR_BLOB_STEP };
+}
+
+/* The types are made once for every thread that calls (pthread_once): a
+ * type written while another thread allocates with it would be a data
+ * race (ThreadSanitizer saw two threads make the same one at once). */
 static UNUSED void *major_blob(size_t bytes)
 {
-    static lull_type types[MAJOR_BLOB_MAX / MAJOR_BLOB_STEP];
+    pthread_once(&major_blob_once, major_blob_init);
     size_t i = (bytes + MAJOR_BLOB_STEP - 1) / MAJOR_BLOB_STEP;
     i = i < 1 ? 1 : i > MAJOR_BLOB_MAX / MAJOR_BLOB_STEP ? MAJOR_BLOB_MAX / MAJOR_BLOB_STEP : i;
-    lull_type *t = &types[i - 1];
-    if (!__atomic_load_n(&t->size, __ATOMIC_ACQUIRE)) {
-        __atomic_store_n(&t->name, "test-major-blob", __ATOMIC_RELAXED);
-        __atomic_store_n(&t->size, i * MAJOR_BLOB_STEP, __ATOMIC_RELEASE);
-    }
-    return lull_alloc_pinned(t);
+    return lull_alloc_pinned(&major_blob_types[i - 1]);
 }
 
 struct refs {
