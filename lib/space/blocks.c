@@ -352,23 +352,13 @@ static uint32_t grow(uint32_t n)
 
 uint32_t lull_space_alloc_any(uint32_t n, bool *dirty)
 {
-    if (n == 0 || (space_g.limit_blocks && (size_t)space_g.in_use + n > space_g.limit_blocks))
-        return LULL_NO_BLOCK;
-    uint32_t idx = LULL_NO_BLOCK;
-    bool warm = false;
-    for (unsigned k = 2; k-- > 0 && idx == LULL_NO_BLOCK;) {
-        uint32_t r = k ? find_fit(1, n) : find_lowest_clean(n);
-        if (r != LULL_NO_BLOCK) {
-            warm = k;
-            idx = take_from(r, n);
-            age_publish();
-        }
-    }
-    if (idx == LULL_NO_BLOCK && (idx = grow(n)) == LULL_NO_BLOCK)
+    uint32_t got;
+    bool warm;
+    uint32_t idx = n ? lull_space_alloc_upto(n, n, false, &got, &warm) : LULL_NO_BLOCK;
+    if (idx == LULL_NO_BLOCK)
         return LULL_NO_BLOCK;
     if (!warm)
-        atomic_fetch_add_explicit(&space_g.cold_blocks, n, memory_order_relaxed);
-    space_g.in_use += n;
+        lull_space_count_cold(n);
     if (dirty)
         *dirty = warm;
     return idx;
@@ -387,12 +377,12 @@ uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, bool dirty_only, uint3
     /* Resident memory first, as much of `want` as one run has; then the
      * lowest clean run or the frontier, for all of it if it can. */
     uint32_t r = find_fit(1, want), len = 0, idx = LULL_NO_BLOCK;
-    if (r == LULL_NO_BLOCK)
+    if (r == LULL_NO_BLOCK && want > n)
         r = find_fit(1, n);
     bool warm = r != LULL_NO_BLOCK;
     if (!warm && dirty_only)
         return LULL_NO_BLOCK;
-    if (!warm && (r = find_lowest_clean(want)) == LULL_NO_BLOCK)
+    if (!warm && (r = find_lowest_clean(want)) == LULL_NO_BLOCK && want > n)
         r = find_lowest_clean(n);
     if (r != LULL_NO_BLOCK) {
         len = B(r)->run_len < want ? B(r)->run_len : want;
@@ -400,7 +390,7 @@ uint32_t lull_space_alloc_upto(uint32_t n, uint32_t want, bool dirty_only, uint3
         age_publish();
     } else {
         len = want;
-        if ((idx = grow(len)) == LULL_NO_BLOCK && (idx = grow(len = n)) == LULL_NO_BLOCK)
+        if ((idx = grow(len)) == LULL_NO_BLOCK && (want == n || (idx = grow(len = n)) == LULL_NO_BLOCK))
             return LULL_NO_BLOCK;
     }
     space_g.in_use += len;
@@ -432,10 +422,8 @@ uint32_t lull_space_alloc(uint32_t n)
 
 void lull_space_free(uint32_t idx, uint32_t n)
 {
-    space_g.in_use -= n;
+    lull_space_give_back(idx, n, true);
     LULL_PROBE2(heap_shrunk, (uint64_t)n << LULL_BLOCK_SHIFT, (uint64_t)space_g.in_use << LULL_BLOCK_SHIFT);
-    free_run(idx, n, true);
-    age_publish();
 }
 
 void lull_space_free_deferred(uint32_t idx, uint32_t n)
